@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs every system package that ringtrain's build, tests and jobs/ need on
+# Debian 12 / Ubuntu 22.04+. Idempotent: does nothing when all are present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libopenmpi-dev openmpi-bin
+  libhdf5-dev hdf5-tools
+  libopenblas-dev
+  libcli11-dev libspdlog-dev nlohmann-json3-dev
+  libgtest-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "env: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "env: installing ${missing[*]}"
+sudo_cmd=""
+[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo_cmd apt-get update -qq
+$sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"

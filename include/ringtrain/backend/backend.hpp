@@ -1,0 +1,97 @@
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ringtrain/backend/geometry.hpp"
+#include "ringtrain/core/tensor.hpp"
+
+namespace ringtrain {
+
+// Hyper-parameters of one SGD step (PyTorch semantics, dampening 0).
+struct SgdHyper {
+  float lr = 0.1f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+// A contiguous range of the flat parameter buffer and whether weight decay applies to it.
+struct DecayRun {
+  int64_t offset = 0;
+  int64_t size = 0;
+  bool decay = true;
+};
+
+// One implementation per device kind: memory and every op the model needs. Ops never allocate
+// their outputs: the caller passes tensors of the right shape (Caffe's contract), so the same
+// activations are reused every step. Activations are 4-D [N,C,H,W] in the backend's layout.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+  // The dtype activations are computed in (f32 for the CPU reference).
+  virtual DType compute_dtype() const = 0;
+  virtual Layout layout() const = 0;
+
+  // Memory.
+  virtual Tensor zeros(const Shape& shape, DType dtype) = 0;
+  virtual void fill(Tensor& t, double value) = 0;
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;  // either side may be on the host
+  virtual void synchronize() = 0;
+
+  // Convolution, no bias.
+  virtual void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                            Tensor& y) = 0;
+  virtual void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
+                                  Tensor& dx) = 0;
+  virtual void conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
+                                    Tensor& dw) = 0;
+
+  // Batch norm over N,H,W per channel. Training uses batch statistics, keeps mean and 1/std for
+  // backward, and updates the running statistics as PyTorch does (unbiased running variance).
+  virtual void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                        float momentum, float eps, Tensor& y, Tensor& save_mean,
+                                        Tensor& save_invstd, Tensor& running_mean,
+                                        Tensor& running_var) = 0;
+  virtual void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       const Tensor& running_mean, const Tensor& running_var,
+                                       float eps, Tensor& y) = 0;
+  virtual void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& save_mean, const Tensor& save_invstd, Tensor& dx,
+                                   Tensor& dgamma, Tensor& dbeta) = 0;
+
+  // Elementwise. y may alias x (or a); dx may alias dy.
+  virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+  // y = relu(a + b): the end of every residual block.
+  virtual void add_relu(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+
+  // Pooling.
+  virtual void max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) = 0;
+  virtual void max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y,
+                                 const Tensor& dy, Tensor& dx) = 0;
+  virtual void global_avg_pool_forward(const Tensor& x, Tensor& y) = 0;  // [N,C,H,W] -> [N,C]
+  virtual void global_avg_pool_backward(const Tensor& dy, Tensor& dx) = 0;
+
+  // Classifier: y[N,M] = x[N,K] w[M,K]^T + b[M].
+  virtual void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx,
+                               Tensor& dw, Tensor& db) = 0;
+
+  // Mean softmax cross-entropy over the batch with label smoothing (PyTorch's definition).
+  // Writes the gradient of the mean loss into dlogits when given. labels are i32.
+  virtual double softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
+                                       float smoothing, Tensor* dlogits) = 0;
+  // Number of rows whose arg-max (first maximum) equals the label.
+  virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) = 0;
+
+  // One SGD step over the flat buffers: params, grads and momentum have the same shape.
+  virtual void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
+                        const Tensor& grads, Tensor& momentum) = 0;
+};
+
+}  // namespace ringtrain

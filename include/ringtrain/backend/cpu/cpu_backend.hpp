@@ -1,0 +1,68 @@
+#pragma once
+#include "ringtrain/backend/backend.hpp"
+#include "ringtrain/core/thread_pool.hpp"
+
+namespace ringtrain {
+
+// The numerical reference: NCHW, f32 (or f64 for gradient checks), BLAS for the heavy
+// arithmetic, the thread pool for everything else. BLAS runs single-threaded because the
+// backend already splits each op across the pool.
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads = 0);  // 0: one per hardware thread
+
+  Device device() const override { return Device{}; }
+  std::string name() const override { return "cpu"; }
+  DType compute_dtype() const override { return DType::f32; }
+  Layout layout() const override { return Layout::nchw; }
+  int threads() const { return pool_.size() + 1; }
+
+  Tensor zeros(const Shape& shape, DType dtype) override;
+  void fill(Tensor& t, double value) override;
+  void copy(const Tensor& src, Tensor& dst) override;
+  void synchronize() override {}
+
+  void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) override;
+  void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
+                          Tensor& dx) override;
+  void conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
+                            Tensor& dw) override;
+
+  void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                float momentum, float eps, Tensor& y, Tensor& save_mean,
+                                Tensor& save_invstd, Tensor& running_mean,
+                                Tensor& running_var) override;
+  void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               const Tensor& running_mean, const Tensor& running_var, float eps,
+                               Tensor& y) override;
+  void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                           const Tensor& save_mean, const Tensor& save_invstd, Tensor& dx,
+                           Tensor& dgamma, Tensor& dbeta) override;
+
+  void relu_forward(const Tensor& x, Tensor& y) override;
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;
+
+  void max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) override;
+  void max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y,
+                         const Tensor& dy, Tensor& dx) override;
+  void global_avg_pool_forward(const Tensor& x, Tensor& y) override;
+  void global_avg_pool_backward(const Tensor& dy, Tensor& dx) override;
+
+  void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
+  void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx,
+                       Tensor& dw, Tensor& db) override;
+
+  double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
+                               Tensor* dlogits) override;
+  int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
+
+  void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
+                const Tensor& grads, Tensor& momentum) override;
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace ringtrain

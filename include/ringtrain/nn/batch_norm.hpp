@@ -1,0 +1,30 @@
+#pragma once
+#include <string>
+
+#include "ringtrain/nn/parameters.hpp"
+
+namespace ringtrain {
+
+// Batch norm over N,H,W with PyTorch's defaults (momentum 0.1, eps 1e-5). The batch mean and
+// 1/std of the last training forward are kept for backward.
+class BatchNorm2d {
+ public:
+  BatchNorm2d(ParameterSet& params, const std::string& name, int channels);
+
+  // weight 1 (or 0 for a zero-initialised residual branch), bias 0, running stats 0 and 1.
+  void init(Backend& backend, bool zero_weight) const;
+
+  void forward(Backend& backend, const Tensor& x, Tensor& y, bool training);
+  void backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx) const;
+
+  static constexpr float kMomentum = 0.1f;
+  static constexpr float kEps = 1e-5f;
+
+ private:
+  ParameterSet* params_;
+  int channels_;
+  int weight_, bias_, running_mean_, running_var_;
+  Tensor save_mean_, save_invstd_;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,52 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ringtrain/backend/backend.hpp"
+
+namespace ringtrain {
+
+enum class ParamKind { conv_weight, norm_weight, norm_bias, linear_weight, linear_bias };
+
+struct ParamInfo {
+  std::string name;
+  Shape shape;
+  ParamKind kind;
+  int64_t offset = 0;  // elements into the flat buffer
+};
+
+// Every parameter of a model in one flat buffer, every gradient in a second one with the same
+// layout, and the non-trained state (batch-norm running statistics) in a third. Parameters are
+// laid out in registration (forward) order, so the backward pass writes the gradient buffer
+// from its end to its start: DDP buckets are plain ranges, the optimizer is one pass.
+class ParameterSet {
+ public:
+  // Registration, before allocate(). Returns the id to look the tensor up with.
+  int add(const std::string& name, const Shape& shape, ParamKind kind);
+  int add_buffer(const std::string& name, const Shape& shape);
+
+  void allocate(Backend& backend, DType dtype);
+  bool allocated() const { return params_.defined(); }
+
+  Tensor param(int id) const;
+  Tensor grad(int id) const;
+  Tensor buffer(int id) const;
+
+  const std::vector<ParamInfo>& param_infos() const { return param_infos_; }
+  const std::vector<ParamInfo>& buffer_infos() const { return buffer_infos_; }
+  Tensor& flat_params() { return params_; }
+  Tensor& flat_grads() { return grads_; }
+  Tensor& flat_buffers() { return buffers_; }
+  int64_t param_count() const { return param_numel_; }
+
+  // Ranges of the flat buffer with their weight-decay flag; norm and bias parameters are
+  // excluded when decay_norm_and_bias is false. Adjacent ranges with the same flag are merged.
+  std::vector<DecayRun> decay_runs(bool decay_norm_and_bias) const;
+
+ private:
+  std::vector<ParamInfo> param_infos_, buffer_infos_;
+  int64_t param_numel_ = 0, buffer_numel_ = 0;
+  Tensor params_, grads_, buffers_;
+};
+
+}  // namespace ringtrain

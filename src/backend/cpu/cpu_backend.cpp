@@ -1,0 +1,346 @@
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <initializer_list>
+#include <thread>
+
+#include "cpu_kernels.hpp"
+
+namespace ringtrain {
+namespace {
+
+// Calls f(T{}) with T the C++ type of a floating dtype.
+template <class F>
+void dispatch_float(const char* op, const Tensor& t, F&& f) {
+  RT_CHECK(t.device().kind == Device::Kind::cpu, op, ": CPU backend got a tensor on ",
+           t.device().str());
+  if (t.dtype() == DType::f32) {
+    f(float{});
+  } else if (t.dtype() == DType::f64) {
+    f(double{});
+  } else {
+    throw Error(str_cat(op, ": CPU backend computes in f32 or f64, got ", t.describe()));
+  }
+}
+
+void check_4d(const char* op, const Tensor& t) {
+  RT_CHECK(t.rank() == 4, op, ": expected a 4-D [N,C,H,W] tensor, got ", t.describe());
+}
+
+cpu::NormShape norm_shape(const char* op, const Tensor& x) {
+  check_4d(op, x);
+  return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)};
+}
+
+template <class T, class F>
+void elementwise(ThreadPool& pool, int64_t n, F&& f) {
+  pool.parallel_for(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f(i);
+  });
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(int threads)
+    : pool_((threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) - 1) {
+  openblas_set_num_threads(1);
+}
+
+Tensor CpuBackend::zeros(const Shape& shape, DType dtype) { return Tensor::zeros(shape, dtype); }
+
+void CpuBackend::fill(Tensor& t, double value) {
+  if (t.dtype() == DType::i32) {
+    std::fill(t.data<int>(), t.data<int>() + t.numel(), static_cast<int>(value));
+    return;
+  }
+  dispatch_float("fill", t, [&](auto tag) {
+    using T = decltype(tag);
+    std::fill(t.data<T>(), t.data<T>() + t.numel(), static_cast<T>(value));
+  });
+}
+
+void CpuBackend::copy(const Tensor& src, Tensor& dst) {
+  RT_CHECK(src.nbytes() == dst.nbytes() && src.dtype() == dst.dtype(), "copy: ", src.describe(),
+           " into ", dst.describe());
+  std::memcpy(dst.raw(), src.raw(), src.nbytes());
+}
+
+void CpuBackend::conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) {
+  check_shape("conv_forward", "input", x, {g.n, g.c, g.h, g.w});
+  check_shape("conv_forward", "weight", w, {g.k, g.c, g.r, g.s});
+  check_shape("conv_forward", "output", y, {g.n, g.k, g.p(), g.q()});
+  dispatch_float("conv_forward", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::conv_forward<T>(pool_, g, x.data<T>(), w.data<T>(), y.data<T>());
+  });
+}
+
+void CpuBackend::conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
+                                    Tensor& dx) {
+  check_shape("conv_backward_data", "output gradient", dy, {g.n, g.k, g.p(), g.q()});
+  check_shape("conv_backward_data", "weight", w, {g.k, g.c, g.r, g.s});
+  check_shape("conv_backward_data", "input gradient", dx, {g.n, g.c, g.h, g.w});
+  dispatch_float("conv_backward_data", dy, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::conv_backward_data<T>(pool_, g, dy.data<T>(), w.data<T>(), dx.data<T>());
+  });
+}
+
+void CpuBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
+                                      Tensor& dw) {
+  check_shape("conv_backward_filter", "input", x, {g.n, g.c, g.h, g.w});
+  check_shape("conv_backward_filter", "output gradient", dy, {g.n, g.k, g.p(), g.q()});
+  check_shape("conv_backward_filter", "weight gradient", dw, {g.k, g.c, g.r, g.s});
+  dispatch_float("conv_backward_filter", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::conv_backward_filter<T>(pool_, g, x.data<T>(), dy.data<T>(), dw.data<T>());
+  });
+}
+
+void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          float momentum, float eps, Tensor& y, Tensor& save_mean,
+                                          Tensor& save_invstd, Tensor& running_mean,
+                                          Tensor& running_var) {
+  const auto s = norm_shape("batch_norm_forward_train", x);
+  check_same_shape("batch_norm_forward_train", x, y);
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var})
+    check_shape("batch_norm_forward_train", "per-channel vector", *t, {s.c});
+  dispatch_float("batch_norm_forward_train", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_forward_train<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
+                                     momentum, eps, y.data<T>(), save_mean.data<T>(),
+                                     save_invstd.data<T>(), running_mean.data<T>(),
+                                     running_var.data<T>());
+  });
+}
+
+void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& running_mean, const Tensor& running_var,
+                                         float eps, Tensor& y) {
+  const auto s = norm_shape("batch_norm_forward_eval", x);
+  check_same_shape("batch_norm_forward_eval", x, y);
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &running_mean, &running_var})
+    check_shape("batch_norm_forward_eval", "per-channel vector", *t, {s.c});
+  dispatch_float("batch_norm_forward_eval", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_forward_eval<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
+                                    running_mean.data<T>(), running_var.data<T>(), eps,
+                                    y.data<T>());
+  });
+}
+
+void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                     const Tensor& save_mean, const Tensor& save_invstd,
+                                     Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const auto s = norm_shape("batch_norm_backward", x);
+  check_same_shape("batch_norm_backward", x, dy);
+  check_same_shape("batch_norm_backward", x, dx);
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &save_mean, &save_invstd, &dgamma, &dbeta})
+    check_shape("batch_norm_backward", "per-channel vector", *t, {s.c});
+  dispatch_float("batch_norm_backward", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_backward<T>(pool_, s, x.data<T>(), dy.data<T>(), gamma.data<T>(),
+                                save_mean.data<T>(), save_invstd.data<T>(), dx.data<T>(),
+                                dgamma.data<T>(), dbeta.data<T>());
+  });
+}
+
+void CpuBackend::relu_forward(const Tensor& x, Tensor& y) {
+  check_same_shape("relu_forward", x, y);
+  dispatch_float("relu_forward", x, [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    elementwise<T>(pool_, x.numel(), [&](int64_t i) { out[i] = in[i] > T(0) ? in[i] : T(0); });
+  });
+}
+
+void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  check_same_shape("relu_backward", y, dy);
+  check_same_shape("relu_backward", y, dx);
+  dispatch_float("relu_backward", y, [&](auto tag) {
+    using T = decltype(tag);
+    const T *out = y.data<T>(), *g = dy.data<T>();
+    T* d = dx.data<T>();
+    elementwise<T>(pool_, y.numel(), [&](int64_t i) { d[i] = out[i] > T(0) ? g[i] : T(0); });
+  });
+}
+
+void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+  check_same_shape("add", a, b);
+  check_same_shape("add", a, y);
+  dispatch_float("add", a, [&](auto tag) {
+    using T = decltype(tag);
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    T* out = y.data<T>();
+    elementwise<T>(pool_, a.numel(), [&](int64_t i) { out[i] = pa[i] + pb[i]; });
+  });
+}
+
+void CpuBackend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
+  check_same_shape("add_relu", a, b);
+  check_same_shape("add_relu", a, y);
+  dispatch_float("add_relu", a, [&](auto tag) {
+    using T = decltype(tag);
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    T* out = y.data<T>();
+    elementwise<T>(pool_, a.numel(), [&](int64_t i) { out[i] = std::max(pa[i] + pb[i], T(0)); });
+  });
+}
+
+void CpuBackend::max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) {
+  check_shape("max_pool_forward", "input", x, {g.n, g.c, g.h, g.w});
+  check_shape("max_pool_forward", "output", y, {g.n, g.c, g.p(), g.q()});
+  dispatch_float("max_pool_forward", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::max_pool_forward<T>(g, x.data<T>(), y.data<T>());
+  });
+}
+
+void CpuBackend::max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y,
+                                   const Tensor& dy, Tensor& dx) {
+  check_shape("max_pool_backward", "input", x, {g.n, g.c, g.h, g.w});
+  check_shape("max_pool_backward", "output", y, {g.n, g.c, g.p(), g.q()});
+  check_same_shape("max_pool_backward", y, dy);
+  check_same_shape("max_pool_backward", x, dx);
+  dispatch_float("max_pool_backward", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::max_pool_backward<T>(g, x.data<T>(), y.data<T>(), dy.data<T>(), dx.data<T>());
+  });
+}
+
+void CpuBackend::global_avg_pool_forward(const Tensor& x, Tensor& y) {
+  check_4d("global_avg_pool_forward", x);
+  check_shape("global_avg_pool_forward", "output", y, {x.dim(0), x.dim(1)});
+  dispatch_float("global_avg_pool_forward", x, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t hw = x.dim(2) * x.dim(3);
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    elementwise<T>(pool_, y.numel(), [&](int64_t i) {
+      T sum = 0;
+      for (int64_t j = 0; j < hw; ++j) sum += in[i * hw + j];
+      out[i] = sum / static_cast<T>(hw);
+    });
+  });
+}
+
+void CpuBackend::global_avg_pool_backward(const Tensor& dy, Tensor& dx) {
+  check_4d("global_avg_pool_backward", dx);
+  check_shape("global_avg_pool_backward", "output gradient", dy, {dx.dim(0), dx.dim(1)});
+  dispatch_float("global_avg_pool_backward", dx, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t hw = dx.dim(2) * dx.dim(3);
+    const T* g = dy.data<T>();
+    T* d = dx.data<T>();
+    elementwise<T>(pool_, dy.numel(), [&](int64_t i) {
+      std::fill(d + i * hw, d + (i + 1) * hw, g[i] / static_cast<T>(hw));
+    });
+  });
+}
+
+void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  RT_CHECK(x.rank() == 2 && w.rank() == 2, "linear_forward: expected 2-D input and weight, got ",
+           x.describe(), " and ", w.describe());
+  const int n = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
+  const int m = static_cast<int>(w.dim(0));
+  check_shape("linear_forward", "weight", w, {m, k});
+  check_shape("linear_forward", "bias", b, {m});
+  check_shape("linear_forward", "output", y, {n, m});
+  dispatch_float("linear_forward", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::linear_forward<T>(n, k, m, x.data<T>(), w.data<T>(), b.data<T>(), y.data<T>());
+  });
+}
+
+void CpuBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx,
+                                 Tensor& dw, Tensor& db) {
+  RT_CHECK(x.rank() == 2 && w.rank() == 2, "linear_backward: expected 2-D input and weight, got ",
+           x.describe(), " and ", w.describe());
+  const int n = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
+  const int m = static_cast<int>(w.dim(0));
+  check_shape("linear_backward", "output gradient", dy, {n, m});
+  check_shape("linear_backward", "weight gradient", dw, {m, k});
+  check_shape("linear_backward", "bias gradient", db, {m});
+  if (dx) check_same_shape("linear_backward", x, *dx);
+  dispatch_float("linear_backward", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::linear_backward<T>(n, k, m, x.data<T>(), w.data<T>(), dy.data<T>(),
+                            dx ? dx->data<T>() : nullptr, dw.data<T>(), db.data<T>());
+  });
+}
+
+namespace {
+
+void check_labels(const char* op, const Tensor& logits, const Tensor& labels) {
+  RT_CHECK(logits.rank() == 2, op, ": expected 2-D logits, got ", logits.describe());
+  check_shape(op, "labels", labels, {logits.dim(0)});
+  const int* l = labels.data<int>();
+  for (int64_t i = 0; i < labels.numel(); ++i)
+    RT_CHECK(l[i] >= 0 && l[i] < logits.dim(1), op, ": label ", l[i], " at row ", i,
+             " outside [0, ", logits.dim(1), ")");
+}
+
+}  // namespace
+
+double CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
+                                         float smoothing, Tensor* dlogits) {
+  check_labels("softmax_cross_entropy", logits, labels);
+  if (dlogits) check_same_shape("softmax_cross_entropy", logits, *dlogits);
+  double loss = 0;
+  dispatch_float("softmax_cross_entropy", logits, [&](auto tag) {
+    using T = decltype(tag);
+    loss = cpu::softmax_cross_entropy<T>(static_cast<int>(logits.dim(0)),
+                                         static_cast<int>(logits.dim(1)), logits.data<T>(),
+                                         labels.data<int>(), smoothing,
+                                         dlogits ? dlogits->data<T>() : nullptr);
+  });
+  return loss;
+}
+
+int64_t CpuBackend::count_correct(const Tensor& logits, const Tensor& labels) {
+  check_labels("count_correct", logits, labels);
+  int64_t correct = 0;
+  dispatch_float("count_correct", logits, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t classes = logits.dim(1);
+    for (int64_t i = 0; i < logits.dim(0); ++i) {
+      const T* z = logits.data<T>() + i * classes;
+      correct += (std::max_element(z, z + classes) - z) == labels.data<int>()[i];
+    }
+  });
+  return correct;
+}
+
+// PyTorch's SGD: g += wd * w; buf = momentum * buf + g; g = nesterov ? g + momentum * buf : buf;
+// w -= lr * g. The buffer starts at zero, which equals PyTorch's first-step copy of g.
+void CpuBackend::sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
+                          const Tensor& grads, Tensor& momentum) {
+  check_same_shape("sgd_step", params, grads);
+  check_same_shape("sgd_step", params, momentum);
+  dispatch_float("sgd_step", params, [&](auto tag) {
+    using T = decltype(tag);
+    T *w = params.data<T>(), *m = momentum.data<T>();
+    const T* g = grads.data<T>();
+    for (const DecayRun& run : runs) {
+      RT_CHECK(run.offset >= 0 && run.offset + run.size <= params.numel(), "sgd_step: run [",
+               run.offset, ", ", run.offset + run.size, ") outside ", params.describe());
+      const T wd = run.decay ? static_cast<T>(h.weight_decay) : T(0);
+      const T mu = static_cast<T>(h.momentum), lr = static_cast<T>(h.lr);
+      elementwise<T>(pool_, run.size, [&](int64_t j) {
+        const int64_t i = run.offset + j;
+        T d = g[i] + wd * w[i];
+        if (mu != T(0)) {
+          m[i] = mu * m[i] + d;
+          d = h.nesterov ? d + mu * m[i] : m[i];
+        }
+        w[i] -= lr * d;
+      });
+    }
+  });
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,133 @@
+#include "ringtrain/nn/resnet.hpp"
+
+#include <cmath>
+
+namespace ringtrain {
+
+ResNetLayout resnet_layout(int depth) {
+  switch (depth) {
+    case 18: return {{2, 2, 2, 2}, false};
+    case 34: return {{3, 4, 6, 3}, false};
+    case 50: return {{3, 4, 6, 3}, true};
+    case 101: return {{3, 4, 23, 3}, true};
+    case 152: return {{3, 8, 36, 3}, true};
+    default: throw Error(str_cat("ResNet: depth ", depth, " is not one of 18, 34, 50, 101, 152"));
+  }
+}
+
+namespace {
+
+int stem_channels(const ResNetConfig& c) {
+  RT_CHECK(c.width > 0, "ResNet: width multiplier must be positive, got ", c.width);
+  RT_CHECK(c.stem == "cifar" || c.stem == "imagenet", "ResNet: stem '", c.stem,
+           "' is not cifar or imagenet");
+  RT_CHECK(c.classes > 1, "ResNet: need at least 2 classes, got ", c.classes);
+  RT_CHECK(c.in_channels > 0, "ResNet: need at least one input channel, got ", c.in_channels);
+  return std::max(1, static_cast<int>(std::lround(64 * c.width)));
+}
+
+}  // namespace
+
+ResNet::ResNet(const ResNetConfig& config, Backend& backend, DType dtype, uint64_t seed)
+    : config_(config),
+      backend_(backend),
+      stem_(params_, "stem", config.in_channels, stem_channels(config),
+            config.stem == "cifar" ? 3 : 7, config.stem == "cifar" ? 1 : 2, true) {
+  if (config.stem == "imagenet") stem_pool_ = PoolGeometry{};
+  const ResNetLayout layout = resnet_layout(config.depth);
+  int channels = stem_channels(config);
+  for (size_t stage = 0; stage < layout.blocks.size(); ++stage) {
+    const int planes = std::max(1, static_cast<int>(std::lround(64 * config.width * (1 << stage))));
+    for (int b = 0; b < layout.blocks[stage]; ++b) {
+      const int stride = (stage > 0 && b == 0) ? 2 : 1;
+      blocks_.emplace_back(params_, str_cat("layer", stage + 1, ".", b), channels, planes, stride,
+                           layout.bottleneck);
+      channels = blocks_.back().out_channels();
+    }
+  }
+  fc_.emplace(params_, "fc", channels, config.classes);
+
+  params_.allocate(backend, dtype);
+  std::mt19937_64 rng(seed);
+  stem_.init(backend, rng, false);
+  for (const ResidualBlock& b : blocks_) b.init(backend, rng, config.zero_init_residual);
+  fc_->init(backend, rng);
+}
+
+int64_t ResNet::macs_per_image(int h, int w) const {
+  Shape s = {1, config_.in_channels, h, w};
+  int64_t macs = stem_.macs_per_image(s);
+  s = stem_.output_shape(s);
+  if (stem_pool_) {
+    PoolGeometry g = *stem_pool_;
+    g.h = static_cast<int>(s[2]);
+    g.w = static_cast<int>(s[3]);
+    s = {1, s[1], g.p(), g.q()};
+  }
+  for (const ResidualBlock& b : blocks_) {
+    macs += b.macs_per_image(s);
+    s = b.output_shape(s);
+  }
+  return macs + fc_->macs_per_image();
+}
+
+void ResNet::allocate(const Shape& input) {
+  RT_CHECK(input.size() == 4 && input[1] == config_.in_channels, "ResNet: expected images [N,",
+           config_.in_channels, ",H,W], got ", shape_str(input));
+  stem_.allocate(backend_, input);
+  Shape s = stem_.output_shape(input);
+  if (stem_pool_) {
+    stem_pool_->n = static_cast<int>(s[0]);
+    stem_pool_->c = static_cast<int>(s[1]);
+    stem_pool_->h = static_cast<int>(s[2]);
+    stem_pool_->w = static_cast<int>(s[3]);
+    s = {s[0], s[1], stem_pool_->p(), stem_pool_->q()};
+    if (pooled_.shape() != s) {
+      pooled_ = backend_.zeros(s, backend_.compute_dtype());
+      d_pooled_ = backend_.zeros(s, backend_.compute_dtype());
+    }
+  }
+  for (ResidualBlock& b : blocks_) {
+    b.allocate(backend_, s);
+    s = b.output_shape(s);
+  }
+  const Shape features = {s[0], s[1]};
+  if (features_.shape() != features) {
+    features_ = backend_.zeros(features, backend_.compute_dtype());
+    d_features_ = backend_.zeros(features, backend_.compute_dtype());
+    logits_ = backend_.zeros({s[0], config_.classes}, backend_.compute_dtype());
+  }
+}
+
+const Tensor& ResNet::forward(const Tensor& images, bool training) {
+  allocate(images.shape());
+  input_ = images;
+  stem_.forward(backend_, images, training);
+  const Tensor* x = &stem_.out();
+  if (stem_pool_) {
+    backend_.max_pool_forward(*stem_pool_, *x, pooled_);
+    x = &pooled_;
+  }
+  for (ResidualBlock& b : blocks_) {
+    b.forward(backend_, *x, training);
+    x = &b.out();
+  }
+  backend_.global_avg_pool_forward(*x, features_);
+  fc_->forward(backend_, features_, logits_);
+  return logits_;
+}
+
+void ResNet::backward(const Tensor& dlogits) {
+  RT_CHECK(input_.defined(), "ResNet::backward: no forward before backward");
+  fc_->backward(backend_, features_, dlogits, &d_features_);
+  backend_.global_avg_pool_backward(d_features_, blocks_.back().d_out());
+  for (size_t i = blocks_.size(); i-- > 0;) {
+    const Tensor& x = i > 0 ? blocks_[i - 1].out() : (stem_pool_ ? pooled_ : stem_.out());
+    Tensor& dx = i > 0 ? blocks_[i - 1].d_out() : (stem_pool_ ? d_pooled_ : stem_.d_out());
+    blocks_[i].backward(backend_, x, &dx);
+  }
+  if (stem_pool_) backend_.max_pool_backward(*stem_pool_, stem_.out(), pooled_, d_pooled_, stem_.d_out());
+  stem_.backward(backend_, input_, stem_.d_out(), nullptr);
+}
+
+}  // namespace ringtrain
