@@ -46,3 +46,25 @@ double max_grad_error(Tensor& x, const Tensor& analytic, const std::function<dou
 }
 
 }  // namespace ringtrain::test
+
+namespace ringtrain::test {
+
+template <class To, class From>
+Tensor cast(const Tensor& src) {
+  Tensor out = Tensor::zeros(src.shape(), dtype_of<To>());
+  for (int64_t i = 0; i < src.numel(); ++i)
+    out.data<To>()[i] = static_cast<To>(src.data<From>()[i]);
+  return out;
+}
+
+// Largest |a - b| / max(scale, |b|) with a in f32, b the f64 reference.
+inline double max_rel_diff(const Tensor& a32, const Tensor& b64, double scale = 1.0) {
+  double worst = 0;
+  for (int64_t i = 0; i < b64.numel(); ++i) {
+    const double b = b64.data<double>()[i];
+    worst = std::max(worst, std::abs(a32.data<float>()[i] - b) / std::max(scale, std::abs(b)));
+  }
+  return worst;
+}
+
+}  // namespace ringtrain::test

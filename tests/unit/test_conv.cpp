@@ -1,0 +1,110 @@
+// Convolution: forward against a direct loop, backward against central finite differences in
+// double precision, and the f32 path against the f64 one.
+#include <gtest/gtest.h>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "test_util.hpp"
+
+namespace ringtrain {
+namespace {
+
+using test::max_grad_error;
+using test::random_tensor;
+
+Tensor direct_conv(const ConvGeometry& g, const Tensor& x, const Tensor& w) {
+  Tensor y = Tensor::zeros({g.n, g.k, g.p(), g.q()}, DType::f64);
+  const double *px = x.data<double>(), *pw = w.data<double>();
+  double* py = y.data<double>();
+  for (int n = 0; n < g.n; ++n)
+    for (int k = 0; k < g.k; ++k)
+      for (int p = 0; p < g.p(); ++p)
+        for (int q = 0; q < g.q(); ++q) {
+          double s = 0;
+          for (int c = 0; c < g.c; ++c)
+            for (int r = 0; r < g.r; ++r)
+              for (int t = 0; t < g.s; ++t) {
+                const int h = p * g.stride - g.pad + r, wi = q * g.stride - g.pad + t;
+                if (h < 0 || h >= g.h || wi < 0 || wi >= g.w) continue;
+                s += px[((n * g.c + c) * g.h + h) * g.w + wi] * pw[((k * g.c + c) * g.r + r) * g.s + t];
+              }
+          py[((n * g.k + k) * g.p() + p) * g.q() + q] = s;
+        }
+  return y;
+}
+
+ConvGeometry geometry(int n, int c, int h, int w, int k, int kernel, int stride, int pad) {
+  ConvGeometry g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.k = k, g.r = g.s = kernel, g.stride = stride, g.pad = pad;
+  return g;
+}
+
+class ConvTest : public ::testing::TestWithParam<ConvGeometry> {};
+
+TEST_P(ConvTest, ForwardMatchesDirectLoop) {
+  const ConvGeometry g = GetParam();
+  std::mt19937_64 rng(1);
+  Tensor x = random_tensor<double>({g.n, g.c, g.h, g.w}, rng);
+  Tensor w = random_tensor<double>({g.k, g.c, g.r, g.s}, rng);
+  Tensor y = Tensor::zeros({g.n, g.k, g.p(), g.q()}, DType::f64);
+  CpuBackend backend(2);
+  backend.conv_forward(g, x, w, y);
+  const Tensor ref = direct_conv(g, x, w);
+  for (int64_t i = 0; i < y.numel(); ++i)
+    ASSERT_NEAR(y.data<double>()[i], ref.data<double>()[i], 1e-12) << g.str() << " at " << i;
+}
+
+TEST_P(ConvTest, BackwardMatchesFiniteDifferencesAndF32) {
+  const ConvGeometry g = GetParam();
+  std::mt19937_64 rng(2);
+  Tensor x = random_tensor<double>({g.n, g.c, g.h, g.w}, rng);
+  Tensor w = random_tensor<double>({g.k, g.c, g.r, g.s}, rng);
+  Tensor dy = random_tensor<double>({g.n, g.k, g.p(), g.q()}, rng);
+  CpuBackend backend(2);
+  Tensor y = Tensor::zeros(dy.shape(), DType::f64);
+  auto loss = [&] {
+    backend.conv_forward(g, x, w, y);
+    return test::weighted_sum<double>(y, dy);
+  };
+  Tensor dx = Tensor::zeros(x.shape(), DType::f64), dw = Tensor::zeros(w.shape(), DType::f64);
+  backend.conv_backward_data(g, dy, w, dx);
+  backend.conv_backward_filter(g, x, dy, dw);
+  EXPECT_LT(max_grad_error<double>(x, dx, loss, 1e-5), 1e-8) << g.str();
+  EXPECT_LT(max_grad_error<double>(w, dw, loss, 1e-5), 1e-8) << g.str();
+
+  // f32 within 1e-4 of the f64 gradients (relative to the gradient scale).
+  Tensor x32 = test::cast<float, double>(x), w32 = test::cast<float, double>(w);
+  Tensor dy32 = test::cast<float, double>(dy);
+  Tensor dx32 = Tensor::zeros(x.shape(), DType::f32), dw32 = Tensor::zeros(w.shape(), DType::f32);
+  backend.conv_backward_data(g, dy32, w32, dx32);
+  backend.conv_backward_filter(g, x32, dy32, dw32);
+  EXPECT_LT(test::max_rel_diff(dx32, dx), 1e-4) << g.str();
+  EXPECT_LT(test::max_rel_diff(dw32, dw), 1e-4) << g.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ConvTest,
+    ::testing::Values(geometry(2, 3, 7, 6, 4, 3, 1, 1),     // 3x3 "same"
+                      geometry(2, 4, 8, 8, 3, 3, 2, 1),     // stride 2 with padding
+                      geometry(3, 5, 5, 5, 6, 1, 1, 0),     // pointwise
+                      geometry(2, 4, 6, 6, 5, 1, 2, 0),     // strided projection shortcut
+                      geometry(1, 2, 11, 9, 3, 7, 2, 3),    // imagenet stem
+                      geometry(40, 3, 2, 2, 2, 3, 1, 1),    // many small images: grouped GEMMs
+                      geometry(33, 4, 2, 2, 3, 1, 1, 0)));  // grouped pointwise, ragged last group
+
+TEST(Conv, ShapeMismatchNamesTheOperandAndShapes) {
+  CpuBackend backend(1);
+  const ConvGeometry g = geometry(1, 3, 8, 8, 4, 3, 1, 1);
+  Tensor x = Tensor::zeros({1, 3, 8, 8}, DType::f32), w = Tensor::zeros({4, 2, 3, 3}, DType::f32);
+  Tensor y = Tensor::zeros({1, 4, 8, 8}, DType::f32);
+  try {
+    backend.conv_forward(g, x, w, y);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conv_forward: expected weight [4,3,3,3], got f32[4,2,3,3]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ringtrain

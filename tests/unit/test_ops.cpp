@@ -1,0 +1,217 @@
+// Batch norm, pooling, elementwise ops, the classifier and the loss: forward against direct
+// formulas, backward against central finite differences in double precision, f32 against f64.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "test_util.hpp"
+
+namespace ringtrain {
+namespace {
+
+using test::max_grad_error;
+using test::random_tensor;
+using test::weighted_sum;
+
+constexpr double kH = 1e-5;    // finite-difference step in f64
+constexpr double kTol = 1e-7;  // f64 analytic vs numeric
+
+TEST(BatchNorm, TrainForwardNormalisesAndUpdatesRunningStats) {
+  CpuBackend backend(2);
+  std::mt19937_64 rng(3);
+  const int n = 3, c = 4, hw = 5 * 6;
+  Tensor x = random_tensor<double>({n, c, 5, 6}, rng, 2.0);
+  Tensor gamma = random_tensor<double>({c}, rng), beta = random_tensor<double>({c}, rng);
+  Tensor y = Tensor::zeros(x.shape(), DType::f64);
+  Tensor mean = Tensor::zeros({c}, DType::f64), invstd = Tensor::zeros({c}, DType::f64);
+  Tensor rmean = Tensor::zeros({c}, DType::f64), rvar = Tensor::zeros({c}, DType::f64);
+  backend.fill(rvar, 1.0);
+  backend.batch_norm_forward_train(x, gamma, beta, 0.1f, 1e-5f, y, mean, invstd, rmean, rvar);
+  for (int ch = 0; ch < c; ++ch) {
+    double s = 0, sq = 0;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < hw; ++j) s += x.data<double>()[(i * c + ch) * hw + j];
+    const double m = s / (n * hw);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < hw; ++j) sq += std::pow(x.data<double>()[(i * c + ch) * hw + j] - m, 2);
+    const double var = sq / (n * hw), unbiased = sq / (n * hw - 1);
+    EXPECT_NEAR(mean.data<double>()[ch], m, 1e-12);
+    EXPECT_NEAR(invstd.data<double>()[ch], 1 / std::sqrt(var + 1e-5), 1e-9);
+    const double mom = 0.1f;  // the interface takes momentum as f32
+    EXPECT_NEAR(rmean.data<double>()[ch], mom * m, 1e-12);
+    EXPECT_NEAR(rvar.data<double>()[ch], (1 - mom) + mom * unbiased, 1e-12);
+    const int at = (1 * c + ch) * hw + 7;
+    EXPECT_NEAR(y.data<double>()[at],
+                (x.data<double>()[at] - m) / std::sqrt(var + 1e-5) * gamma.data<double>()[ch] +
+                    beta.data<double>()[ch],
+                1e-9);
+  }
+  // Eval with the running stats is the same affine map with the stored statistics.
+  backend.batch_norm_forward_eval(x, gamma, beta, rmean, rvar, 1e-5f, y);
+  const double expect = (x.data<double>()[2] - rmean.data<double>()[0]) /
+                            std::sqrt(rvar.data<double>()[0] + 1e-5) * gamma.data<double>()[0] +
+                        beta.data<double>()[0];
+  EXPECT_NEAR(y.data<double>()[2], expect, 1e-9);
+}
+
+TEST(BatchNorm, BackwardMatchesFiniteDifferencesAndF32) {
+  CpuBackend backend(2);
+  std::mt19937_64 rng(4);
+  const Shape s = {3, 4, 3, 5};
+  Tensor x = random_tensor<double>(s, rng, 1.5), dy = random_tensor<double>(s, rng);
+  Tensor gamma = random_tensor<double>({4}, rng), beta = random_tensor<double>({4}, rng);
+  Tensor y = Tensor::zeros(s, DType::f64), mean = Tensor::zeros({4}, DType::f64);
+  Tensor invstd = Tensor::zeros({4}, DType::f64), rm = Tensor::zeros({4}, DType::f64);
+  Tensor rv = Tensor::zeros({4}, DType::f64);
+  auto loss = [&] {
+    backend.batch_norm_forward_train(x, gamma, beta, 0.1f, 1e-5f, y, mean, invstd, rm, rv);
+    return weighted_sum<double>(y, dy);
+  };
+  loss();
+  Tensor dx = Tensor::zeros(s, DType::f64), dg = Tensor::zeros({4}, DType::f64);
+  Tensor db = Tensor::zeros({4}, DType::f64);
+  backend.batch_norm_backward(x, dy, gamma, mean, invstd, dx, dg, db);
+  EXPECT_LT(max_grad_error<double>(x, dx, loss, kH), kTol);
+  EXPECT_LT(max_grad_error<double>(gamma, dg, loss, kH), kTol);
+  EXPECT_LT(max_grad_error<double>(beta, db, loss, kH), kTol);
+
+  Tensor x32 = test::cast<float, double>(x), dy32 = test::cast<float, double>(dy);
+  Tensor g32 = test::cast<float, double>(gamma), b32 = test::cast<float, double>(beta);
+  Tensor y32 = Tensor::zeros(s, DType::f32), m32 = Tensor::zeros({4}, DType::f32);
+  Tensor is32 = Tensor::zeros({4}, DType::f32), rm32 = Tensor::zeros({4}, DType::f32);
+  Tensor rv32 = Tensor::zeros({4}, DType::f32), dx32 = Tensor::zeros(s, DType::f32);
+  Tensor dg32 = Tensor::zeros({4}, DType::f32), db32 = Tensor::zeros({4}, DType::f32);
+  backend.batch_norm_forward_train(x32, g32, b32, 0.1f, 1e-5f, y32, m32, is32, rm32, rv32);
+  backend.batch_norm_backward(x32, dy32, g32, m32, is32, dx32, dg32, db32);
+  EXPECT_LT(test::max_rel_diff(dx32, dx), 1e-4);
+  EXPECT_LT(test::max_rel_diff(dg32, dg), 1e-4);
+}
+
+TEST(Elementwise, ReluAddReluAndTheirGradients) {
+  CpuBackend backend(2);
+  std::mt19937_64 rng(5);
+  const Shape s = {2, 3, 4, 5};
+  Tensor a = random_tensor<double>(s, rng), b = random_tensor<double>(s, rng);
+  Tensor dy = random_tensor<double>(s, rng), y = Tensor::zeros(s, DType::f64);
+  backend.add_relu(a, b, y);
+  for (int64_t i = 0; i < y.numel(); ++i)
+    ASSERT_EQ(y.data<double>()[i], std::max(0.0, a.data<double>()[i] + b.data<double>()[i]));
+  auto loss = [&] {
+    backend.relu_forward(a, y);
+    return weighted_sum<double>(y, dy);
+  };
+  loss();
+  Tensor da = Tensor::zeros(s, DType::f64);
+  backend.relu_backward(y, dy, da);
+  EXPECT_LT(max_grad_error<double>(a, da, loss, kH), kTol);
+  backend.add(a, b, y);
+  EXPECT_EQ(y.data<double>()[3], a.data<double>()[3] + b.data<double>()[3]);
+}
+
+TEST(Pooling, MaxPoolForwardAndBackward) {
+  CpuBackend backend(1);
+  std::mt19937_64 rng(6);
+  PoolGeometry g;
+  g.n = 2, g.c = 3, g.h = 7, g.w = 6;
+  Tensor x = random_tensor<double>({2, 3, 7, 6}, rng);
+  Tensor y = Tensor::zeros({2, 3, g.p(), g.q()}, DType::f64);
+  Tensor dy = random_tensor<double>(y.shape(), rng);
+  auto loss = [&] {
+    backend.max_pool_forward(g, x, y);
+    return weighted_sum<double>(y, dy);
+  };
+  loss();
+  // Output (1,1) of plane 0 covers rows 1..3, columns 1..3.
+  double best = -1e30;
+  for (int i = 1; i <= 3; ++i)
+    for (int j = 1; j <= 3; ++j) best = std::max(best, x.data<double>()[i * 6 + j]);
+  EXPECT_EQ(y.data<double>()[1 * g.q() + 1], best);
+  Tensor dx = Tensor::zeros(x.shape(), DType::f64);
+  backend.max_pool_backward(g, x, y, dy, dx);
+  EXPECT_LT(max_grad_error<double>(x, dx, loss, kH), kTol);
+}
+
+TEST(Pooling, GlobalAveragePool) {
+  CpuBackend backend(2);
+  std::mt19937_64 rng(7);
+  Tensor x = random_tensor<double>({3, 4, 2, 3}, rng), y = Tensor::zeros({3, 4}, DType::f64);
+  Tensor dy = random_tensor<double>({3, 4}, rng);
+  auto loss = [&] {
+    backend.global_avg_pool_forward(x, y);
+    return weighted_sum<double>(y, dy);
+  };
+  loss();
+  double s = 0;
+  for (int i = 0; i < 6; ++i) s += x.data<double>()[6 * 5 + i];
+  EXPECT_NEAR(y.data<double>()[5], s / 6, 1e-12);
+  Tensor dx = Tensor::zeros(x.shape(), DType::f64);
+  backend.global_avg_pool_backward(dy, dx);
+  EXPECT_LT(max_grad_error<double>(x, dx, loss, kH), kTol);
+}
+
+TEST(Linear, ForwardAndBackward) {
+  CpuBackend backend(1);
+  std::mt19937_64 rng(8);
+  Tensor x = random_tensor<double>({5, 7}, rng), w = random_tensor<double>({3, 7}, rng);
+  Tensor b = random_tensor<double>({3}, rng), dy = random_tensor<double>({5, 3}, rng);
+  Tensor y = Tensor::zeros({5, 3}, DType::f64);
+  auto loss = [&] {
+    backend.linear_forward(x, w, b, y);
+    return weighted_sum<double>(y, dy);
+  };
+  loss();
+  double ref = b.data<double>()[2];
+  for (int k = 0; k < 7; ++k) ref += x.data<double>()[4 * 7 + k] * w.data<double>()[2 * 7 + k];
+  EXPECT_NEAR(y.data<double>()[4 * 3 + 2], ref, 1e-12);
+  Tensor dx = Tensor::zeros(x.shape(), DType::f64), dw = Tensor::zeros(w.shape(), DType::f64);
+  Tensor db = Tensor::zeros(b.shape(), DType::f64);
+  backend.linear_backward(x, w, dy, &dx, dw, db);
+  EXPECT_LT(max_grad_error<double>(x, dx, loss, kH), kTol);
+  EXPECT_LT(max_grad_error<double>(w, dw, loss, kH), kTol);
+  EXPECT_LT(max_grad_error<double>(b, db, loss, kH), kTol);
+}
+
+TEST(Loss, SoftmaxCrossEntropyWithLabelSmoothing) {
+  CpuBackend backend(1);
+  std::mt19937_64 rng(9);
+  const int n = 4, k = 5;
+  Tensor z = random_tensor<double>({n, k}, rng, 2.0), labels = Tensor::zeros({n}, DType::i32);
+  for (int i = 0; i < n; ++i) labels.data<int>()[i] = (3 * i + 1) % k;
+  for (double eps : {0.0, 0.1}) {
+    double ref = 0;
+    for (int i = 0; i < n; ++i) {
+      double lse = 0;
+      for (int j = 0; j < k; ++j) lse += std::exp(z.data<double>()[i * k + j]);
+      lse = std::log(lse);
+      double mean = 0;
+      for (int j = 0; j < k; ++j) mean += (lse - z.data<double>()[i * k + j]) / k;
+      ref += ((1 - eps) * (lse - z.data<double>()[i * k + labels.data<int>()[i]]) + eps * mean) / n;
+    }
+    Tensor dz = Tensor::zeros(z.shape(), DType::f64);
+    EXPECT_NEAR(backend.softmax_cross_entropy(z, labels, static_cast<float>(eps), &dz), ref, 1e-7);
+    auto loss = [&] { return backend.softmax_cross_entropy(z, labels, static_cast<float>(eps), nullptr); };
+    // float(0.1) is not 0.1: the loss above was computed with the same rounded smoothing.
+    EXPECT_LT(max_grad_error<double>(z, dz, loss, kH), kTol);
+  }
+}
+
+TEST(Loss, RejectsLabelsOutOfRange) {
+  CpuBackend backend(1);
+  Tensor z = Tensor::zeros({2, 3}, DType::f32), labels = Tensor::zeros({2}, DType::i32);
+  labels.data<int>()[1] = 3;
+  EXPECT_THROW(backend.softmax_cross_entropy(z, labels, 0, nullptr), Error);
+}
+
+TEST(Accuracy, CountsFirstArgMax) {
+  CpuBackend backend(1);
+  Tensor z = Tensor::zeros({3, 3}, DType::f32), labels = Tensor::zeros({3}, DType::i32);
+  const float values[] = {0, 5, 1, 2, 2, 0, 0, 0, 9};
+  std::copy(values, values + 9, z.data<float>());
+  const int l[] = {1, 1, 2};  // row 1 ties 0 and 1: the first maximum (0) is the prediction
+  std::copy(l, l + 3, labels.data<int>());
+  EXPECT_EQ(backend.count_correct(z, labels), 2);
+}
+
+}  // namespace
+}  // namespace ringtrain

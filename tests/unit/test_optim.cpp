@@ -1,0 +1,105 @@
+// SGD and the learning-rate schedules against values printed by PyTorch 1.13 for the same
+// settings (torch.optim.SGD, StepLR, CosineAnnealingLR, LinearLR+SequentialLR, OneCycleLR).
+#include <gtest/gtest.h>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/optim/lr_schedule.hpp"
+#include "ringtrain/optim/sgd.hpp"
+
+namespace ringtrain {
+namespace {
+
+// Two steps on w (decayed) and b (a bias, not decayed) with lr 0.1, momentum 0.9, wd 0.01.
+std::vector<float> two_sgd_steps(bool nesterov) {
+  CpuBackend backend(1);
+  ParameterSet ps;
+  const int w = ps.add("fc.weight", {3}, ParamKind::linear_weight);
+  const int b = ps.add("fc.bias", {1}, ParamKind::linear_bias);
+  ps.allocate(backend, DType::f32);
+  const float init[] = {1.0f, -2.0f, 0.5f, 0.3f};
+  std::copy(init, init + 4, ps.flat_params().data<float>());
+  SgdConfig c;
+  c.momentum = 0.9f;
+  c.weight_decay = 0.01f;
+  c.nesterov = nesterov;
+  c.decay_norm_and_bias = false;
+  Sgd sgd(ps, backend, c);
+  const float grads[2][4] = {{0.5f, 0.25f, -1.0f, 0.2f}, {-0.5f, 1.0f, 2.0f, -0.4f}};
+  for (const auto& g : grads) {
+    std::copy(g, g + 4, ps.flat_grads().data<float>());
+    sgd.step(0.1f);
+  }
+  std::vector<float> out(ps.flat_params().data<float>(), ps.flat_params().data<float>() + 4);
+  EXPECT_EQ(ps.param(w).numel() + ps.param(b).numel(), 4);
+  return out;
+}
+
+TEST(Sgd, MomentumMatchesPyTorch) {
+  const std::vector<float> ref = {0.952151f, -2.1416769f, 0.488450497f, 0.302000016f};
+  const std::vector<float> got = two_sgd_steps(false);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[i], ref[i], 1e-6) << i;
+}
+
+TEST(Sgd, NesterovMatchesPyTorch) {
+  const std::vector<float> ref = {0.955074131f, -2.24844694f, 0.388335794f, 0.321800023f};
+  const std::vector<float> got = two_sgd_steps(true);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[i], ref[i], 1e-6) << i;
+}
+
+TEST(Sgd, DecayRunsExcludeNormAndBiasOnlyWhenAsked) {
+  ParameterSet ps;
+  ps.add("conv.weight", {2}, ParamKind::conv_weight);
+  ps.add("bn.weight", {3}, ParamKind::norm_weight);
+  ps.add("bn.bias", {3}, ParamKind::norm_bias);
+  ps.add("fc.weight", {4}, ParamKind::linear_weight);
+  const auto all = ps.decay_runs(true);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].size, 12);
+  const auto some = ps.decay_runs(false);
+  ASSERT_EQ(some.size(), 3u);
+  EXPECT_TRUE(some[0].decay);
+  EXPECT_FALSE(some[1].decay);
+  EXPECT_EQ(some[1].offset, 2);
+  EXPECT_EQ(some[1].size, 6);
+  EXPECT_TRUE(some[2].decay);
+}
+
+void expect_schedule(LrSchedule s, const std::vector<double>& ref) {
+  s.validate();
+  for (size_t i = 0; i < ref.size(); ++i)
+    EXPECT_NEAR(s.at(static_cast<int64_t>(i)), ref[i], 1e-9) << s.kind << " step " << i;
+}
+
+TEST(LrSchedule, MatchesPyTorch) {
+  LrSchedule s;
+  s.base_lr = 0.1;
+  s.total_steps = 10;
+  s.kind = "onecycle";
+  expect_schedule(s, {0.004, 0.052, 0.1, 0.0950484632013, 0.081174565395, 0.0611262021936,
+                      0.0388741978064, 0.018825834605, 0.00495193679865, 4e-07});
+  s.kind = "cosine";
+  expect_schedule(s, {0.1, 0.0975528258148, 0.0904508497187, 0.0793892626146, 0.0654508497187,
+                      0.05, 0.0345491502813, 0.0206107373854, 0.00954915028125, 0.00244717418524});
+  s.kind = "step";
+  s.step_size = 3;
+  expect_schedule(s, {0.1, 0.1, 0.1, 0.01, 0.01, 0.01, 0.001, 0.001, 0.001, 0.0001});
+  s.kind = "cosine";
+  s.warmup_steps = 3;
+  expect_schedule(s, {0.01, 0.04, 0.07, 0.1, 0.0950484433951, 0.0811744900929, 0.0611260466978,
+                      0.0388739533022, 0.0188255099071, 0.00495155660488});
+}
+
+TEST(LrSchedule, RejectsBadSettings) {
+  LrSchedule s;
+  s.kind = "exponential";
+  EXPECT_THROW(s.validate(), Error);
+  s.kind = "cosine";
+  s.warmup_steps = s.total_steps;
+  EXPECT_THROW(s.validate(), Error);
+  s.warmup_steps = 0;
+  s.base_lr = 0;
+  EXPECT_THROW(s.validate(), Error);
+}
+
+}  // namespace
+}  // namespace ringtrain
