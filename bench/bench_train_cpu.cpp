@@ -1,0 +1,59 @@
+// Training throughput of the CPU backend: images/s and achieved GFLOP/s of full training steps
+// (forward, loss, backward, SGD) on random data, median of the timed steps.
+//   build/bench/bench_train_cpu --depth 50 --batch-size 32 --steps 10
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/optim/sgd.hpp"
+
+using namespace ringtrain;
+
+int main(int argc, char** argv) {
+  ResNetConfig mc;
+  int batch = 32, steps = 10, warmup = 2, threads = 0, size = 32;
+  CLI::App app{"CPU training-step benchmark"};
+  app.add_option("--depth", mc.depth)->capture_default_str();
+  app.add_option("--width", mc.width)->capture_default_str();
+  app.add_option("--stem", mc.stem)->capture_default_str();
+  app.add_option("--batch-size", batch)->capture_default_str();
+  app.add_option("--image-size", size)->capture_default_str();
+  app.add_option("--steps", steps, "timed steps")->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--threads", threads, "0: all hardware threads")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  CpuBackend backend(threads);
+  ResNet model(mc, backend, DType::f32, 0);
+  Sgd sgd(model.parameters(), backend, SgdConfig{});
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> dist;
+  Tensor images = Tensor::zeros({batch, 3, size, size}, DType::f32);
+  for (int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = dist(rng);
+  Tensor labels = Tensor::zeros({batch}, DType::i32);
+  for (int i = 0; i < batch; ++i) labels.data<int>()[i] = i % mc.classes;
+  Tensor dlogits = Tensor::zeros({batch, mc.classes}, DType::f32);
+
+  std::vector<double> times;
+  for (int s = 0; s < warmup + steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Tensor& logits = model.forward(images, true);
+    backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits);
+    model.backward(dlogits);
+    sgd.step(0.01f);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s >= warmup) times.push_back(dt);
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  const double gflop_per_image = 6.0 * model.macs_per_image(size, size) * 1e-9;
+  std::printf("resnet%d-%s width %.2f batch %d threads %d: median step %.3f s, %.1f img/s, "
+              "%.1f GFLOP/s (%.3f GFLOP per image per step)\n",
+              mc.depth, mc.stem.c_str(), mc.width, batch, backend.threads(), median,
+              batch / median, batch / median * gflop_per_image, gflop_per_image);
+  return 0;
+}

@@ -1,0 +1,26 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ringtrain {
+
+// One split held in memory: uint8 images in NHWC order and their integer labels.
+struct Split {
+  int64_t count = 0;
+  int height = 0, width = 0, channels = 0;
+  std::vector<uint8_t> images;
+  std::vector<int32_t> labels;
+
+  int64_t image_bytes() const { return int64_t{height} * width * channels; }
+  const uint8_t* image(int64_t i) const { return images.data() + i * image_bytes(); }
+};
+
+// The DESIGN §6 schema: /train and /test splits and the class names.
+struct Dataset {
+  Split train, test;
+  std::vector<std::string> class_names;
+  int classes() const { return static_cast<int>(class_names.size()); }
+};
+
+}  // namespace ringtrain

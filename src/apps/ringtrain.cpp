@@ -1,0 +1,122 @@
+// ringtrain: one binary, subcommands `train` and `data synth`. Parses flags and calls the
+// library; every error ends in one line on stderr and a non-zero exit.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/train/trainer.hpp"
+
+namespace {
+
+using namespace ringtrain;
+
+void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
+  cmd.add_option("--data", c.data, "HDF5 dataset (DESIGN §6 schema); default: synthetic data");
+  cmd.add_option("--synth-path", c.synth_path, "where the default synthetic dataset is written")
+      ->capture_default_str();
+  cmd.add_option("--device", device, "auto or cpu (the CUDA backend is not built yet)")
+      ->check(CLI::IsMember({"auto", "cpu"}))
+      ->capture_default_str();
+  cmd.add_option("--model", c.model.depth, "alias of --depth")->check(CLI::IsMember({18, 34, 50, 101, 152}));
+  cmd.add_option("--depth", c.model.depth, "ResNet depth: 18, 34, 50, 101, 152")
+      ->check(CLI::IsMember({18, 34, 50, 101, 152}))
+      ->capture_default_str();
+  cmd.add_option("--width", c.model.width, "channel width multiplier")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--stem", c.model.stem, "cifar (3x3, no pool) or imagenet (7x7/2 + max pool)")
+      ->check(CLI::IsMember({"cifar", "imagenet"}))
+      ->capture_default_str();
+  cmd.add_flag("--zero-init-residual", c.model.zero_init_residual,
+               "start each residual branch's last BN at zero");
+  cmd.add_option("--epochs", c.epochs, "epochs to train")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--steps", c.steps, "stop after this many steps (overrides --epochs)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--batch-size", c.batch_size, "images per step and process")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--lr", c.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--weight-decay", c.weight_decay, "L2 weight decay (PyTorch semantics)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd.add_flag("--nesterov", c.nesterov, "Nesterov momentum");
+  cmd.add_flag("!--decay-bn-and-bias,--no-bn-decay", c.decay_norm_and_bias,
+               "no weight decay on batch-norm and bias parameters");
+  cmd.add_option("--schedule", c.schedule, "constant, step, cosine or onecycle")
+      ->check(CLI::IsMember({"constant", "step", "cosine", "onecycle"}))
+      ->capture_default_str();
+  cmd.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing in [0, 1)")
+      ->check(CLI::Range(0.0, 0.999));
+  cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")->capture_default_str();
+  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
+  cmd.add_option("--log-interval", c.log_interval_s, "seconds between progress lines")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
+// Without a GPU and without an explicit model or run length, pick a run that ends in minutes.
+void choose_cpu_defaults(const CLI::App& cmd, TrainConfig& c) {
+  for (const char* flag : {"--model", "--depth", "--width", "--batch-size", "--epochs", "--steps", "--lr"})
+    if (cmd.count(flag) > 0) return;
+  apply_cpu_quick_config(c);
+  spdlog::info("no GPU backend in use: running the CPU quick configuration ({}); set --depth, "
+               "--width, --batch-size or --epochs to choose your own",
+               describe(c));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringtrain: data-parallel ResNet training on CIFAR-10 that keeps every GPU busy"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ringtrain 0.1.0");
+
+  TrainConfig train_config;
+  std::string device = "auto";
+  CLI::App* train_cmd = app.add_subcommand("train", "train a ResNet");
+  add_train_flags(*train_cmd, train_config, device);
+
+  CLI::App* data_cmd = app.add_subcommand("data", "dataset tools");
+  data_cmd->require_subcommand(1);
+  SynthConfig synth;
+  std::string synth_out;
+  int gzip = 0;
+  CLI::App* synth_cmd = data_cmd->add_subcommand("synth", "write a learnable synthetic dataset");
+  synth_cmd->add_option("--out", synth_out, "HDF5 file to write")->required();
+  synth_cmd->add_option("--train", synth.train_count, "training images")->check(CLI::PositiveNumber)->capture_default_str();
+  synth_cmd->add_option("--test", synth.test_count, "test images")->check(CLI::PositiveNumber)->capture_default_str();
+  synth_cmd->add_option("--height", synth.height, "image height")->check(CLI::PositiveNumber)->capture_default_str();
+  synth_cmd->add_option("--width", synth.width, "image width")->check(CLI::PositiveNumber)->capture_default_str();
+  synth_cmd->add_option("--channels", synth.channels, "1 or 3")->check(CLI::IsMember({1, 3}))->capture_default_str();
+  synth_cmd->add_option("--classes", synth.classes, "number of classes")->check(CLI::Range(2, 1000))->capture_default_str();
+  synth_cmd->add_option("--seed", synth.seed, "generator seed")->capture_default_str();
+  synth_cmd->add_option("--gzip", gzip, "compression level 0-9")->check(CLI::Range(0, 9));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_pattern("[%H:%M:%S] %v");
+  try {
+    if (*train_cmd) {
+      choose_cpu_defaults(*train_cmd, train_config);
+      train(train_config);
+    } else if (*synth_cmd) {
+      write_hdf5_dataset(synth_out, make_synthetic(synth), gzip);
+      spdlog::info("wrote {}: {} train and {} test images {}x{}x{}, {} classes", synth_out,
+                   synth.train_count, synth.test_count, synth.height, synth.width, synth.channels,
+                   synth.classes);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ringtrain: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,33 @@
+#include "ringtrain/train/config.hpp"
+
+namespace ringtrain {
+
+void TrainConfig::validate() const {
+  RT_CHECK(batch_size > 0, "config: --batch-size must be positive, got ", batch_size);
+  RT_CHECK(eval_batch_size > 0, "config: eval batch size must be positive, got ", eval_batch_size);
+  RT_CHECK(epochs > 0 || steps > 0, "config: need --epochs or --steps > 0");
+  RT_CHECK(steps >= 0, "config: --steps must be >= 0, got ", steps);
+  RT_CHECK(lr > 0, "config: --lr must be positive, got ", lr);
+  RT_CHECK(label_smoothing >= 0 && label_smoothing < 1,
+           "config: --label-smoothing must be in [0, 1), got ", label_smoothing);
+  RT_CHECK(threads >= 0, "config: --threads must be >= 0, got ", threads);
+  resnet_layout(model.depth);
+}
+
+void apply_cpu_quick_config(TrainConfig& c) {
+  c.model.depth = 18;
+  c.model.width = 0.25;
+  c.batch_size = 64;
+  c.epochs = 2;
+  c.steps = 0;
+  c.lr = 0.05;
+}
+
+std::string describe(const TrainConfig& c) {
+  return str_cat("resnet", c.model.depth, " stem ", c.model.stem, " width ", c.model.width,
+                 ", batch ", c.batch_size, ", ",
+                 c.steps > 0 ? str_cat(c.steps, " steps") : str_cat(c.epochs, " epochs"), ", lr ",
+                 c.lr, " ", c.schedule);
+}
+
+}  // namespace ringtrain

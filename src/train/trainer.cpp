@@ -1,0 +1,203 @@
+#include "ringtrain/train/trainer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/data/batch.hpp"
+#include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/data/sampler.hpp"
+#include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/optim/lr_schedule.hpp"
+#include "ringtrain/optim/sgd.hpp"
+
+namespace ringtrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+Dataset load_data(const TrainConfig& c) {
+  if (!c.data.empty()) return read_hdf5_dataset(c.data);
+  if (!std::filesystem::exists(c.synth_path)) {
+    spdlog::info("no --data given: writing the synthetic dataset {}", c.synth_path);
+    const auto dir = std::filesystem::path(c.synth_path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir);
+    write_hdf5_dataset(c.synth_path, make_synthetic(SynthConfig{}));
+  }
+  spdlog::info("no --data given: using the synthetic dataset {}", c.synth_path);
+  return read_hdf5_dataset(c.synth_path);
+}
+
+// The batches of one pass over the data, on the backend, with their labels.
+struct Batch {
+  Tensor images, labels;
+};
+
+Batch make_batch(const Split& s, int n) {
+  return {Tensor::zeros({n, s.channels, s.height, s.width}, DType::f32),
+          Tensor::zeros({n}, DType::i32)};
+}
+
+struct Evaluation {
+  double loss = 0, accuracy = 0;
+};
+
+Evaluation evaluate(ResNet& model, Backend& backend, const Split& test, const Normalization& norm,
+                    int batch_size) {
+  double loss_sum = 0;
+  int64_t correct = 0;
+  std::vector<int64_t> idx;
+  for (int64_t start = 0; start < test.count; start += batch_size) {
+    const int n = static_cast<int>(std::min<int64_t>(batch_size, test.count - start));
+    idx.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) idx[i] = start + i;
+    Batch b = make_batch(test, n);
+    assemble_batch(test, idx.data(), n, norm, b.images.data<float>(), b.labels.data<int32_t>());
+    const Tensor& logits = model.forward(b.images, false);
+    loss_sum += backend.softmax_cross_entropy(logits, b.labels, 0.0f, nullptr) * n;
+    correct += backend.count_correct(logits, b.labels);
+  }
+  return {loss_sum / test.count, static_cast<double>(correct) / test.count};
+}
+
+std::string format_duration(double s) {
+  const int64_t t = static_cast<int64_t>(s);
+  return t >= 60 ? str_cat(t / 60, "m", t % 60, "s") : str_cat(t, "s");
+}
+
+void write_metrics(std::ofstream& out, const EpochMetrics& m) {
+  nlohmann::json j = {{"epoch", m.epoch},
+                      {"step", m.step},
+                      {"train_loss", m.train_loss},
+                      {"train_accuracy", m.train_accuracy},
+                      {"test_loss", m.test_loss},
+                      {"test_accuracy", m.test_accuracy},
+                      {"lr", m.lr},
+                      {"epoch_time_s", m.epoch_time_s},
+                      {"images_per_s", m.images_per_s}};
+  out << j.dump() << "\n";
+  out.flush();
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& config) {
+  config.validate();
+  const Dataset data = load_data(config);
+  ResNetConfig mc = config.model;
+  mc.in_channels = data.train.channels;
+  mc.classes = data.classes();
+
+  CpuBackend backend(config.threads);
+  ResNet model(mc, backend, DType::f32, config.seed);
+  Sgd sgd(model.parameters(), backend,
+          SgdConfig{config.momentum, config.weight_decay, config.nesterov,
+                    config.decay_norm_and_bias});
+  DistributedSampler sampler(data.train.count, 1, 0, true, true, config.seed);
+  const int64_t steps_per_epoch = sampler.per_rank() / config.batch_size;
+  RT_CHECK(steps_per_epoch > 0, "train: --batch-size ", config.batch_size, " is larger than the ",
+           data.train.count, " training images");
+  const int64_t total_steps = config.steps > 0 ? config.steps : config.epochs * steps_per_epoch;
+  const int64_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
+  LrSchedule schedule;
+  schedule.kind = config.schedule;
+  schedule.base_lr = config.lr;
+  schedule.total_steps = total_steps;
+  schedule.warmup_steps = config.warmup_steps;
+  schedule.step_size = std::max<int64_t>(1, total_steps / 3);
+  schedule.validate();
+
+  TrainResult result;
+  result.parameters = model.parameter_count();
+  result.macs_per_image = model.macs_per_image(data.train.height, data.train.width);
+  spdlog::info("model resnet{} ({} stem, width {}): {} parameters, {:.3f} GMAC per image",
+               mc.depth, mc.stem, mc.width, result.parameters, result.macs_per_image * 1e-9);
+  spdlog::info("data: {} train / {} test images {}x{}x{}, {} classes; {} steps of batch {} on {} "
+               "with {} threads",
+               data.train.count, data.test.count, data.train.height, data.train.width,
+               data.train.channels, mc.classes, total_steps, config.batch_size, backend.name(),
+               backend.threads());
+
+  std::ofstream metrics;
+  if (!config.metrics_path.empty()) {
+    metrics.open(config.metrics_path);
+    RT_CHECK(metrics.good(), "train: cannot write metrics to ", config.metrics_path);
+  }
+  const Normalization norm = channel_statistics(data.train);
+  Batch batch = make_batch(data.train, config.batch_size);
+  Tensor dlogits = Tensor::zeros({config.batch_size, mc.classes}, DType::f32);
+  int64_t step = 0;
+  const auto start = Clock::now();
+  auto last_log = start;
+  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+    sampler.set_epoch(epoch);
+    const std::vector<int64_t> order = sampler.indices();
+    const auto epoch_start = Clock::now();
+    double loss_sum = 0;
+    int64_t correct = 0, seen = 0;
+    double lr = 0;
+    for (int64_t b = 0; b < steps_per_epoch && step < total_steps; ++b, ++step) {
+      lr = schedule.at(step);
+      assemble_batch(data.train, order.data() + b * config.batch_size, config.batch_size, norm,
+                     batch.images.data<float>(), batch.labels.data<int32_t>());
+      const Tensor& logits = model.forward(batch.images, true);
+      const double loss =
+          backend.softmax_cross_entropy(logits, batch.labels, config.label_smoothing, &dlogits);
+      RT_CHECK(std::isfinite(loss), "train: loss is ", loss, " at step ", step,
+               " (learning rate ", lr, " too high?)");
+      correct += backend.count_correct(logits, batch.labels);
+      model.backward(dlogits);
+      sgd.step(static_cast<float>(lr));
+      result.step_losses.push_back(loss);
+      loss_sum += loss;
+      seen += config.batch_size;
+      if (seconds_since(last_log) >= config.log_interval_s || step + 1 == total_steps) {
+        last_log = Clock::now();
+        const double elapsed = seconds_since(start);
+        const double rate = (step + 1) * double(config.batch_size) / elapsed;
+        spdlog::info("epoch {}/{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s ETA {}",
+                     epoch + 1, epochs, step + 1, total_steps, loss, lr, rate,
+                     format_duration(elapsed / (step + 1) * (total_steps - step - 1)));
+      }
+    }
+    EpochMetrics m;
+    m.epoch = epoch + 1;
+    m.step = step;
+    m.lr = lr;
+    m.train_loss = loss_sum / std::max<int64_t>(1, seen / config.batch_size);
+    m.train_accuracy = static_cast<double>(correct) / std::max<int64_t>(1, seen);
+    m.epoch_time_s = seconds_since(epoch_start);
+    m.images_per_s = seen / m.epoch_time_s;
+    const Evaluation ev = evaluate(model, backend, data.test, norm, config.eval_batch_size);
+    m.test_loss = ev.loss;
+    m.test_accuracy = ev.accuracy;
+    spdlog::info("epoch {} done: train loss {:.4f} acc {:.2f}%, test loss {:.4f} acc {:.2f}%, "
+                 "{:.1f} img/s",
+                 m.epoch, m.train_loss, 100 * m.train_accuracy, m.test_loss, 100 * m.test_accuracy,
+                 m.images_per_s);
+    if (metrics.is_open()) write_metrics(metrics, m);
+    result.epochs.push_back(m);
+  }
+  double train_time = 0;
+  for (const auto& m : result.epochs) train_time += m.epoch_time_s;
+  result.train_time_s = train_time;
+  result.images_per_s = static_cast<double>(step) * config.batch_size / train_time;
+  // One training step costs three forward passes; a multiply-accumulate is two FLOPs.
+  result.achieved_gflops = result.images_per_s * 6.0 * result.macs_per_image * 1e-9;
+  spdlog::info("summary: {} steps in {}, {:.1f} img/s, {:.1f} GFLOP/s achieved, final test "
+               "accuracy {:.2f}%",
+               step, format_duration(train_time), result.images_per_s, result.achieved_gflops,
+               100 * result.epochs.back().test_accuracy);
+  return result;
+}
+
+}  // namespace ringtrain
