@@ -51,9 +51,10 @@ int main(int argc, char** argv) {
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
   const double gflop_per_image = 6.0 * model.macs_per_image(size, size) * 1e-9;
-  std::printf("resnet%d-%s width %.2f batch %d threads %d: median step %.3f s, %.1f img/s, "
-              "%.1f GFLOP/s (%.3f GFLOP per image per step)\n",
-              mc.depth, mc.stem.c_str(), mc.width, batch, backend.threads(), median,
-              batch / median, batch / median * gflop_per_image, gflop_per_image);
+  std::printf(
+      "resnet%d-%s width %.2f batch %d threads %d: median step %.3f s, %.1f img/s, "
+      "%.1f GFLOP/s (%.3f GFLOP per image per step)\n",
+      mc.depth, mc.stem.c_str(), mc.width, batch, backend.threads(), median, batch / median,
+      batch / median * gflop_per_image, gflop_per_image);
   return 0;
 }

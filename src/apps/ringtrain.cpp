@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
+#include "ringtrain/backend/devices.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/train/trainer.hpp"
@@ -13,6 +15,24 @@ namespace {
 
 using namespace ringtrain;
 
+// CLI11's own PositiveNumber prints the whole double range; these say what is wanted.
+CLI::Validator sign_check(bool allow_zero) {
+  return CLI::Validator(
+      [allow_zero](std::string& value) -> std::string {
+        double v = 0;
+        try {
+          v = std::stod(value);
+        } catch (const std::exception&) {
+          return "'" + value + "' is not a number";
+        }
+        if (v > 0 || (allow_zero && v == 0)) return "";
+        return "must be " + std::string(allow_zero ? ">= 0" : "positive") + ", got " + value;
+      },
+      allow_zero ? "NONNEGATIVE" : "POSITIVE");
+}
+const CLI::Validator kPositive = sign_check(false);
+const CLI::Validator kNonNegative = sign_check(true);
+
 void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--data", c.data, "HDF5 dataset (DESIGN §6 schema); default: synthetic data");
   cmd.add_option("--synth-path", c.synth_path, "where the default synthetic dataset is written")
@@ -20,28 +40,31 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--device", device, "auto or cpu (the CUDA backend is not built yet)")
       ->check(CLI::IsMember({"auto", "cpu"}))
       ->capture_default_str();
-  cmd.add_option("--model", c.model.depth, "alias of --depth")->check(CLI::IsMember({18, 34, 50, 101, 152}));
+  cmd.add_option("--model", c.model.depth, "alias of --depth")
+      ->check(CLI::IsMember({18, 34, 50, 101, 152}));
   cmd.add_option("--depth", c.model.depth, "ResNet depth: 18, 34, 50, 101, 152")
       ->check(CLI::IsMember({18, 34, 50, 101, 152}))
       ->capture_default_str();
   cmd.add_option("--width", c.model.width, "channel width multiplier")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd.add_option("--stem", c.model.stem, "cifar (3x3, no pool) or imagenet (7x7/2 + max pool)")
       ->check(CLI::IsMember({"cifar", "imagenet"}))
       ->capture_default_str();
   cmd.add_flag("--zero-init-residual", c.model.zero_init_residual,
                "start each residual branch's last BN at zero");
-  cmd.add_option("--epochs", c.epochs, "epochs to train")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--epochs", c.epochs, "epochs to train")->check(kPositive)->capture_default_str();
   cmd.add_option("--steps", c.steps, "stop after this many steps (overrides --epochs)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd.add_option("--batch-size", c.batch_size, "images per step and process")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
-  cmd.add_option("--lr", c.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--lr", c.lr, "peak learning rate")->check(kPositive)->capture_default_str();
+  cmd.add_option("--momentum", c.momentum, "SGD momentum")
+      ->check(kNonNegative)
+      ->capture_default_str();
   cmd.add_option("--weight-decay", c.weight_decay, "L2 weight decay (PyTorch semantics)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   cmd.add_flag("--nesterov", c.nesterov, "Nesterov momentum");
   cmd.add_flag("!--decay-bn-and-bias,--no-bn-decay", c.decay_norm_and_bias,
@@ -49,25 +72,35 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--schedule", c.schedule, "constant, step, cosine or onecycle")
       ->check(CLI::IsMember({"constant", "step", "cosine", "onecycle"}))
       ->capture_default_str();
-  cmd.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")->check(kNonNegative);
   cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing in [0, 1)")
       ->check(CLI::Range(0.0, 0.999));
   cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")->capture_default_str();
-  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")->check(kNonNegative);
   cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
   cmd.add_option("--log-interval", c.log_interval_s, "seconds between progress lines")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
 }
 
-// Without a GPU and without an explicit model or run length, pick a run that ends in minutes.
+// Training runs on the CPU backend until the CUDA backend lands. Without an explicit model or
+// run length, pick a run that ends in minutes, and say why.
 void choose_cpu_defaults(const CLI::App& cmd, TrainConfig& c) {
-  for (const char* flag : {"--model", "--depth", "--width", "--batch-size", "--epochs", "--steps", "--lr"})
+  const DeviceInventory devices = probe_devices();
+  const std::string why =
+      devices.cuda_devices > 0
+          ? std::to_string(devices.cuda_devices) +
+                " CUDA device(s) visible, but the CUDA backend is not implemented yet"
+          : devices.why_none;
+  spdlog::info("training on the CPU backend: {}", why);
+  for (const char* flag :
+       {"--model", "--depth", "--width", "--batch-size", "--epochs", "--steps", "--lr"})
     if (cmd.count(flag) > 0) return;
   apply_cpu_quick_config(c);
-  spdlog::info("no GPU backend in use: running the CPU quick configuration ({}); set --depth, "
-               "--width, --batch-size or --epochs to choose your own",
-               describe(c));
+  spdlog::info(
+      "no GPU in use: running the CPU quick configuration ({}); set --depth, --width, "
+      "--batch-size or --epochs to choose your own",
+      describe(c));
 }
 
 }  // namespace
@@ -89,12 +122,24 @@ int main(int argc, char** argv) {
   int gzip = 0;
   CLI::App* synth_cmd = data_cmd->add_subcommand("synth", "write a learnable synthetic dataset");
   synth_cmd->add_option("--out", synth_out, "HDF5 file to write")->required();
-  synth_cmd->add_option("--train", synth.train_count, "training images")->check(CLI::PositiveNumber)->capture_default_str();
-  synth_cmd->add_option("--test", synth.test_count, "test images")->check(CLI::PositiveNumber)->capture_default_str();
-  synth_cmd->add_option("--height", synth.height, "image height")->check(CLI::PositiveNumber)->capture_default_str();
-  synth_cmd->add_option("--width", synth.width, "image width")->check(CLI::PositiveNumber)->capture_default_str();
-  synth_cmd->add_option("--channels", synth.channels, "1 or 3")->check(CLI::IsMember({1, 3}))->capture_default_str();
-  synth_cmd->add_option("--classes", synth.classes, "number of classes")->check(CLI::Range(2, 1000))->capture_default_str();
+  synth_cmd->add_option("--train", synth.train_count, "training images")
+      ->check(kPositive)
+      ->capture_default_str();
+  synth_cmd->add_option("--test", synth.test_count, "test images")
+      ->check(kPositive)
+      ->capture_default_str();
+  synth_cmd->add_option("--height", synth.height, "image height")
+      ->check(kPositive)
+      ->capture_default_str();
+  synth_cmd->add_option("--width", synth.width, "image width")
+      ->check(kPositive)
+      ->capture_default_str();
+  synth_cmd->add_option("--channels", synth.channels, "1 or 3")
+      ->check(CLI::IsMember({1, 3}))
+      ->capture_default_str();
+  synth_cmd->add_option("--classes", synth.classes, "number of classes")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
   synth_cmd->add_option("--seed", synth.seed, "generator seed")->capture_default_str();
   synth_cmd->add_option("--gzip", gzip, "compression level 0-9")->check(CLI::Range(0, 9));
 

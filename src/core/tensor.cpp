@@ -22,7 +22,8 @@ std::string Device::str() const {
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Layout layout) {
-  for (int64_t d : shape) RT_CHECK(d >= 0, "Tensor::zeros: negative dimension in ", shape_str(shape));
+  for (int64_t d : shape)
+    RT_CHECK(d >= 0, "Tensor::zeros: negative dimension in ", shape_str(shape));
   const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
   const std::size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
@@ -76,8 +77,8 @@ void check_shape(const char* op, const char* what, const Tensor& t, const Shape&
 }
 
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
-  RT_CHECK(a.shape() == b.shape() && a.dtype() == b.dtype(), op, ": operands differ: ", a.describe(),
-           " vs ", b.describe());
+  RT_CHECK(a.shape() == b.shape() && a.dtype() == b.dtype(), op,
+           ": operands differ: ", a.describe(), " vs ", b.describe());
 }
 
 }  // namespace ringtrain

@@ -29,7 +29,9 @@ class Handle {
 };
 
 // HDF5 prints its own error stack by default; ours names the file and the dataset instead.
-void silence_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+void silence_hdf5() {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
 std::vector<hsize_t> dims_of(hid_t dataset) {
   Handle space(H5Dget_space(dataset), H5Sclose);
@@ -47,7 +49,9 @@ std::string dims_str(const std::vector<hsize_t>& d) {
 
 Split read_split(hid_t file, const std::string& path, const std::string& name) {
   const std::string images_name = "/" + name + "/images", labels_name = "/" + name + "/labels";
-  auto where = [&](const std::string& ds) { return str_cat("data: ", path, ": dataset ", ds, ": "); };
+  auto where = [&](const std::string& ds) {
+    return str_cat("data: ", path, ": dataset ", ds, ": ");
+  };
   RT_CHECK(H5Lexists(file, ("/" + name).c_str(), H5P_DEFAULT) > 0 &&
                H5Lexists(file, images_name.c_str(), H5P_DEFAULT) > 0,
            where(images_name), "missing (expected uint8 [N,H,W,C])");
@@ -73,8 +77,7 @@ Split read_split(hid_t file, const std::string& path, const std::string& name) {
   RT_CHECK(H5Tget_class(itype.get()) == H5T_INTEGER && H5Tget_size(itype.get()) == 1 &&
                H5Tget_sign(itype.get()) == H5T_SGN_NONE,
            where(images_name), "expected uint8 pixels");
-  RT_CHECK(H5Tget_class(ltype.get()) == H5T_INTEGER, where(labels_name),
-           "expected integer labels");
+  RT_CHECK(H5Tget_class(ltype.get()) == H5T_INTEGER, where(labels_name), "expected integer labels");
 
   Split s;
   s.count = static_cast<int64_t>(idims[0]);
@@ -83,12 +86,12 @@ Split read_split(hid_t file, const std::string& path, const std::string& name) {
   s.channels = static_cast<int>(idims[3]);
   s.images.resize(static_cast<size_t>(s.count * s.image_bytes()));
   s.labels.resize(static_cast<size_t>(s.count));
-  RT_CHECK(H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                   s.images.data()) >= 0,
-           where(images_name), "read failed (truncated or corrupt file?)");
-  RT_CHECK(H5Dread(labels.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                   s.labels.data()) >= 0,
-           where(labels_name), "read failed (truncated or corrupt file?)");
+  RT_CHECK(
+      H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.images.data()) >= 0,
+      where(images_name), "read failed (truncated or corrupt file?)");
+  RT_CHECK(
+      H5Dread(labels.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.labels.data()) >= 0,
+      where(labels_name), "read failed (truncated or corrupt file?)");
   return s;
 }
 
@@ -157,8 +160,7 @@ void write_class_names(hid_t file, const std::vector<std::string>& names) {
 Dataset read_hdf5_dataset(const std::string& path) {
   silence_hdf5();
   RT_CHECK(std::filesystem::exists(path), "data: ", path, ": no such file");
-  RT_CHECK(H5Fis_hdf5(path.c_str()) > 0, "data: ", path,
-           ": not an HDF5 file (or truncated)");
+  RT_CHECK(H5Fis_hdf5(path.c_str()) > 0, "data: ", path, ": not an HDF5 file (or truncated)");
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   RT_CHECK(file.ok(), "data: ", path, ": cannot open as HDF5");
   Dataset d;

@@ -7,8 +7,8 @@
 
 namespace ringtrain {
 
-DistributedSampler::DistributedSampler(int64_t dataset_size, int world_size, int rank,
-                                       bool shuffle, bool drop_last, uint64_t seed)
+DistributedSampler::DistributedSampler(int64_t dataset_size, int world_size, int rank, bool shuffle,
+                                       bool drop_last, uint64_t seed)
     : size_(dataset_size), world_(world_size), rank_(rank), shuffle_(shuffle), seed_(seed) {
   RT_CHECK(world_size > 0 && rank >= 0 && rank < world_size, "sampler: rank ", rank,
            " outside world of ", world_size);

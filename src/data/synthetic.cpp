@@ -34,8 +34,9 @@ Split make_split(const SynthConfig& c, const std::vector<Wave>& waves, int64_t c
       for (int x = 0; x < c.width; ++x)
         for (int ch = 0; ch < c.channels; ++ch) {
           const Wave& w = waves[static_cast<size_t>(k * c.channels + ch)];
-          const double v = 128 + 70 * std::sin(pi2 * (w.fx * (x + dx) / c.width +
-                                                       w.fy * (y + dy) / c.height) + w.phase);
+          const double v =
+              128 + 70 * std::sin(pi2 * (w.fx * (x + dx) / c.width + w.fy * (y + dy) / c.height) +
+                                  w.phase);
           img[(y * c.width + x) * c.channels + ch] =
               static_cast<uint8_t>(std::clamp(v + noise(rng), 0.0, 255.0));
         }

@@ -39,8 +39,7 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
 void BatchNorm2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx) const {
   RT_CHECK(save_mean_.defined(), "BatchNorm2d::backward: no training forward before backward");
   Tensor dw = params_->grad(weight_), db = params_->grad(bias_);
-  backend.batch_norm_backward(x, dy, params_->param(weight_), save_mean_, save_invstd_, dx, dw,
-                              db);
+  backend.batch_norm_backward(x, dy, params_->param(weight_), save_mean_, save_invstd_, dx, dw, db);
 }
 
 }  // namespace ringtrain

@@ -32,9 +32,15 @@ Tensor lookup(const Tensor& flat, const std::vector<ParamInfo>& infos, int id, c
 
 }  // namespace
 
-Tensor ParameterSet::param(int id) const { return lookup(params_, param_infos_, id, "parameter"); }
-Tensor ParameterSet::grad(int id) const { return lookup(grads_, param_infos_, id, "gradient"); }
-Tensor ParameterSet::buffer(int id) const { return lookup(buffers_, buffer_infos_, id, "buffer"); }
+Tensor ParameterSet::param(int id) const {
+  return lookup(params_, param_infos_, id, "parameter");
+}
+Tensor ParameterSet::grad(int id) const {
+  return lookup(grads_, param_infos_, id, "gradient");
+}
+Tensor ParameterSet::buffer(int id) const {
+  return lookup(buffers_, buffer_infos_, id, "buffer");
+}
 
 std::vector<DecayRun> ParameterSet::decay_runs(bool decay_norm_and_bias) const {
   std::vector<DecayRun> runs;

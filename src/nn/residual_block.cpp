@@ -48,8 +48,8 @@ ResidualBlock::ResidualBlock(ParameterSet& params, const std::string& name, int 
     main_.emplace_back(params, name + ".2", planes, planes, 3, 1, false);
   }
   if (stride != 1 || in_channels != out_channels_)
-    shortcut_ = std::make_unique<ConvBn>(params, name + ".shortcut", in_channels, out_channels_,
-                                         1, stride, false);
+    shortcut_ = std::make_unique<ConvBn>(params, name + ".shortcut", in_channels, out_channels_, 1,
+                                         stride, false);
 }
 
 void ResidualBlock::init(Backend& backend, std::mt19937_64& rng, bool zero_init_residual) const {

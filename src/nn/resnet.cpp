@@ -6,12 +6,18 @@ namespace ringtrain {
 
 ResNetLayout resnet_layout(int depth) {
   switch (depth) {
-    case 18: return {{2, 2, 2, 2}, false};
-    case 34: return {{3, 4, 6, 3}, false};
-    case 50: return {{3, 4, 6, 3}, true};
-    case 101: return {{3, 4, 23, 3}, true};
-    case 152: return {{3, 8, 36, 3}, true};
-    default: throw Error(str_cat("ResNet: depth ", depth, " is not one of 18, 34, 50, 101, 152"));
+    case 18:
+      return {{2, 2, 2, 2}, false};
+    case 34:
+      return {{3, 4, 6, 3}, false};
+    case 50:
+      return {{3, 4, 6, 3}, true};
+    case 101:
+      return {{3, 4, 23, 3}, true};
+    case 152:
+      return {{3, 8, 36, 3}, true};
+    default:
+      throw Error(str_cat("ResNet: depth ", depth, " is not one of 18, 34, 50, 101, 152"));
   }
 }
 
@@ -126,7 +132,8 @@ void ResNet::backward(const Tensor& dlogits) {
     Tensor& dx = i > 0 ? blocks_[i - 1].d_out() : (stem_pool_ ? d_pooled_ : stem_.d_out());
     blocks_[i].backward(backend_, x, &dx);
   }
-  if (stem_pool_) backend_.max_pool_backward(*stem_pool_, stem_.out(), pooled_, d_pooled_, stem_.d_out());
+  if (stem_pool_)
+    backend_.max_pool_backward(*stem_pool_, stem_.out(), pooled_, d_pooled_, stem_.d_out());
   stem_.backward(backend_, input_, stem_.d_out(), nullptr);
 }
 

@@ -99,9 +99,9 @@ TrainResult train(const TrainConfig& config) {
 
   CpuBackend backend(config.threads);
   ResNet model(mc, backend, DType::f32, config.seed);
-  Sgd sgd(model.parameters(), backend,
-          SgdConfig{config.momentum, config.weight_decay, config.nesterov,
-                    config.decay_norm_and_bias});
+  Sgd sgd(
+      model.parameters(), backend,
+      SgdConfig{config.momentum, config.weight_decay, config.nesterov, config.decay_norm_and_bias});
   DistributedSampler sampler(data.train.count, 1, 0, true, true, config.seed);
   const int64_t steps_per_epoch = sampler.per_rank() / config.batch_size;
   RT_CHECK(steps_per_epoch > 0, "train: --batch-size ", config.batch_size, " is larger than the ",
@@ -119,16 +119,18 @@ TrainResult train(const TrainConfig& config) {
   TrainResult result;
   result.parameters = model.parameter_count();
   result.macs_per_image = model.macs_per_image(data.train.height, data.train.width);
-  spdlog::info("model resnet{} ({} stem, width {}): {} parameters, {:.3f} GMAC per image",
-               mc.depth, mc.stem, mc.width, result.parameters, result.macs_per_image * 1e-9);
-  spdlog::info("data: {} train / {} test images {}x{}x{}, {} classes; {} steps of batch {} on {} "
-               "with {} threads",
-               data.train.count, data.test.count, data.train.height, data.train.width,
-               data.train.channels, mc.classes, total_steps, config.batch_size, backend.name(),
-               backend.threads());
+  spdlog::info("model resnet{} ({} stem, width {}): {} parameters, {:.3f} GMAC per image", mc.depth,
+               mc.stem, mc.width, result.parameters, result.macs_per_image * 1e-9);
+  spdlog::info(
+      "data: {} train / {} test images {}x{}x{}, {} classes; {} steps of batch {} on {} "
+      "with {} threads",
+      data.train.count, data.test.count, data.train.height, data.train.width, data.train.channels,
+      mc.classes, total_steps, config.batch_size, backend.name(), backend.threads());
 
   std::ofstream metrics;
   if (!config.metrics_path.empty()) {
+    const auto dir = std::filesystem::path(config.metrics_path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir);
     metrics.open(config.metrics_path);
     RT_CHECK(metrics.good(), "train: cannot write metrics to ", config.metrics_path);
   }
@@ -152,8 +154,8 @@ TrainResult train(const TrainConfig& config) {
       const Tensor& logits = model.forward(batch.images, true);
       const double loss =
           backend.softmax_cross_entropy(logits, batch.labels, config.label_smoothing, &dlogits);
-      RT_CHECK(std::isfinite(loss), "train: loss is ", loss, " at step ", step,
-               " (learning rate ", lr, " too high?)");
+      RT_CHECK(std::isfinite(loss), "train: loss is ", loss, " at step ", step, " (learning rate ",
+               lr, " too high?)");
       correct += backend.count_correct(logits, batch.labels);
       model.backward(dlogits);
       sgd.step(static_cast<float>(lr));
@@ -164,8 +166,8 @@ TrainResult train(const TrainConfig& config) {
         last_log = Clock::now();
         const double elapsed = seconds_since(start);
         const double rate = (step + 1) * double(config.batch_size) / elapsed;
-        spdlog::info("epoch {}/{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s ETA {}",
-                     epoch + 1, epochs, step + 1, total_steps, loss, lr, rate,
+        spdlog::info("epoch {}/{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s ETA {}", epoch + 1,
+                     epochs, step + 1, total_steps, loss, lr, rate,
                      format_duration(elapsed / (step + 1) * (total_steps - step - 1)));
       }
     }
@@ -180,10 +182,11 @@ TrainResult train(const TrainConfig& config) {
     const Evaluation ev = evaluate(model, backend, data.test, norm, config.eval_batch_size);
     m.test_loss = ev.loss;
     m.test_accuracy = ev.accuracy;
-    spdlog::info("epoch {} done: train loss {:.4f} acc {:.2f}%, test loss {:.4f} acc {:.2f}%, "
-                 "{:.1f} img/s",
-                 m.epoch, m.train_loss, 100 * m.train_accuracy, m.test_loss, 100 * m.test_accuracy,
-                 m.images_per_s);
+    spdlog::info(
+        "epoch {} done: train loss {:.4f} acc {:.2f}%, test loss {:.4f} acc {:.2f}%, "
+        "{:.1f} img/s",
+        m.epoch, m.train_loss, 100 * m.train_accuracy, m.test_loss, 100 * m.test_accuracy,
+        m.images_per_s);
     if (metrics.is_open()) write_metrics(metrics, m);
     result.epochs.push_back(m);
   }
@@ -193,10 +196,11 @@ TrainResult train(const TrainConfig& config) {
   result.images_per_s = static_cast<double>(step) * config.batch_size / train_time;
   // One training step costs three forward passes; a multiply-accumulate is two FLOPs.
   result.achieved_gflops = result.images_per_s * 6.0 * result.macs_per_image * 1e-9;
-  spdlog::info("summary: {} steps in {}, {:.1f} img/s, {:.1f} GFLOP/s achieved, final test "
-               "accuracy {:.2f}%",
-               step, format_duration(train_time), result.images_per_s, result.achieved_gflops,
-               100 * result.epochs.back().test_accuracy);
+  spdlog::info(
+      "summary: {} steps in {}, {:.1f} img/s, {:.1f} GFLOP/s achieved, final test "
+      "accuracy {:.2f}%",
+      step, format_duration(train_time), result.images_per_s, result.achieved_gflops,
+      100 * result.epochs.back().test_accuracy);
   return result;
 }
 

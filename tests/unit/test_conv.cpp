@@ -25,7 +25,8 @@ Tensor direct_conv(const ConvGeometry& g, const Tensor& x, const Tensor& w) {
               for (int t = 0; t < g.s; ++t) {
                 const int h = p * g.stride - g.pad + r, wi = q * g.stride - g.pad + t;
                 if (h < 0 || h >= g.h || wi < 0 || wi >= g.w) continue;
-                s += px[((n * g.c + c) * g.h + h) * g.w + wi] * pw[((k * g.c + c) * g.r + r) * g.s + t];
+                s += px[((n * g.c + c) * g.h + h) * g.w + wi] *
+                     pw[((k * g.c + c) * g.r + r) * g.s + t];
               }
           py[((n * g.k + k) * g.p() + p) * g.q() + q] = s;
         }
@@ -100,8 +101,9 @@ TEST(Conv, ShapeMismatchNamesTheOperandAndShapes) {
     backend.conv_forward(g, x, w, y);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("conv_forward: expected weight [4,3,3,3], got f32[4,2,3,3]"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("conv_forward: expected weight [4,3,3,3], got f32[4,2,3,3]"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -190,7 +190,9 @@ TEST(Loss, SoftmaxCrossEntropyWithLabelSmoothing) {
     }
     Tensor dz = Tensor::zeros(z.shape(), DType::f64);
     EXPECT_NEAR(backend.softmax_cross_entropy(z, labels, static_cast<float>(eps), &dz), ref, 1e-7);
-    auto loss = [&] { return backend.softmax_cross_entropy(z, labels, static_cast<float>(eps), nullptr); };
+    auto loss = [&] {
+      return backend.softmax_cross_entropy(z, labels, static_cast<float>(eps), nullptr);
+    };
     // float(0.1) is not 0.1: the loss above was computed with the same rounded smoothing.
     EXPECT_LT(max_grad_error<double>(z, dz, loss, kH), kTol);
   }

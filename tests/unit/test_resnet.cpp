@@ -31,13 +31,12 @@ TEST_P(ResNetCounts, MatchPyTorch) {
   EXPECT_EQ(model.macs_per_image(32, 32), r.macs);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Design, ResNetCounts,
-    ::testing::Values(Reference{50, "cifar", 1.0, 23520842, 1297829888},
-                      Reference{34, "cifar", 1.0, 21282122, 1159402496},
-                      Reference{18, "cifar", 1.0, 11173962, 555422720},
-                      Reference{18, "cifar", 0.25, 701466, 35046656},
-                      Reference{50, "imagenet", 1.0, 23528522, 83431424}));
+INSTANTIATE_TEST_SUITE_P(Design, ResNetCounts,
+                         ::testing::Values(Reference{50, "cifar", 1.0, 23520842, 1297829888},
+                                           Reference{34, "cifar", 1.0, 21282122, 1159402496},
+                                           Reference{18, "cifar", 1.0, 11173962, 555422720},
+                                           Reference{18, "cifar", 0.25, 701466, 35046656},
+                                           Reference{50, "imagenet", 1.0, 23528522, 83431424}));
 
 TEST(ResNet, RejectsUnknownDepthAndStem) {
   CpuBackend backend(1);

@@ -38,8 +38,8 @@ double max_grad_error(Tensor& x, const Tensor& analytic, const std::function<dou
     const double down = loss();
     p[i] = saved;
     const double numeric = (up - down) / (2 * h);
-    const double err = std::abs(double(analytic.data<T>()[i]) - numeric) /
-                       std::max(1.0, std::abs(numeric));
+    const double err =
+        std::abs(double(analytic.data<T>()[i]) - numeric) / std::max(1.0, std::abs(numeric));
     worst = std::max(worst, err);
   }
   return worst;

@@ -43,8 +43,7 @@ class Backend {
   virtual void synchronize() = 0;
 
   // Convolution, no bias.
-  virtual void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w,
-                            Tensor& y) = 0;
+  virtual void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) = 0;
   virtual void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
                                   Tensor& dx) = 0;
   virtual void conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
@@ -84,8 +83,8 @@ class Backend {
 
   // Mean softmax cross-entropy over the batch with label smoothing (PyTorch's definition).
   // Writes the gradient of the mean loss into dlogits when given. labels are i32.
-  virtual double softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
-                                       float smoothing, Tensor* dlogits) = 0;
+  virtual double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
+                                       Tensor* dlogits) = 0;
   // Number of rows whose arg-max (first maximum) equals the label.
   virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) = 0;
 

@@ -13,12 +13,20 @@ std::string dtype_name(DType t);
 template <class T>
 DType dtype_of();
 template <>
-inline DType dtype_of<float>() { return DType::f32; }
+inline DType dtype_of<float>() {
+  return DType::f32;
+}
 template <>
-inline DType dtype_of<double>() { return DType::f64; }
+inline DType dtype_of<double>() {
+  return DType::f64;
+}
 template <>
-inline DType dtype_of<unsigned char>() { return DType::u8; }
+inline DType dtype_of<unsigned char>() {
+  return DType::u8;
+}
 template <>
-inline DType dtype_of<int>() { return DType::i32; }
+inline DType dtype_of<int>() {
+  return DType::i32;
+}
 
 }  // namespace ringtrain

@@ -23,7 +23,7 @@ std::string str_cat(Args&&... args) {
 }  // namespace ringtrain
 
 // RT_CHECK(cond, "op", parts...) throws Error("op: parts...") when cond is false.
-#define RT_CHECK(cond, ...)                                            \
-  do {                                                                 \
+#define RT_CHECK(cond, ...)                                                   \
+  do {                                                                        \
     if (!(cond)) throw ::ringtrain::Error(::ringtrain::str_cat(__VA_ARGS__)); \
   } while (0)

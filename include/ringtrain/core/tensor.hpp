@@ -32,8 +32,8 @@ class Tensor {
   // Owning CPU tensor, 64-byte aligned, zero-filled.
   static Tensor zeros(const Shape& shape, DType dtype, Layout layout = Layout::nchw);
   // Owning tensor over storage allocated by a backend (the deleter lives in the shared_ptr).
-  static Tensor adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype,
-                      Device device, Layout layout = Layout::nchw);
+  static Tensor adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype, Device device,
+                      Layout layout = Layout::nchw);
   // Non-owning view.
   static Tensor view(void* data, const Shape& shape, DType dtype, Device device = {},
                      Layout layout = Layout::nchw);

@@ -11,9 +11,9 @@
 namespace ringtrain {
 
 struct ResNetConfig {
-  int depth = 50;             // 18, 34, 50, 101, 152
+  int depth = 50;              // 18, 34, 50, 101, 152
   std::string stem = "cifar";  // cifar: 3x3 stride 1; imagenet: 7x7 stride 2 + 3x3 max pool
-  double width = 1.0;         // multiplies every stage's channel count
+  double width = 1.0;          // multiplies every stage's channel count
   int classes = 10;
   int in_channels = 3;
   bool zero_init_residual = false;

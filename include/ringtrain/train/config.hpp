@@ -7,12 +7,12 @@
 namespace ringtrain {
 
 struct TrainConfig {
-  ResNetConfig model;                    // in_channels and classes are taken from the data
-  std::string data;                      // HDF5 file; empty: the synthetic dataset below
+  ResNetConfig model;                            // in_channels and classes are taken from the data
+  std::string data;                              // HDF5 file; empty: the synthetic dataset below
   std::string synth_path = "data/synthetic.h5";  // written once when no data is given
   int64_t epochs = 1;
-  int64_t steps = 0;                     // > 0: stop after this many steps
-  int batch_size = 256;                  // per process
+  int64_t steps = 0;     // > 0: stop after this many steps
+  int batch_size = 256;  // per process
   int eval_batch_size = 256;
   double lr = 0.1;
   float momentum = 0.9f;
@@ -23,9 +23,9 @@ struct TrainConfig {
   int64_t warmup_steps = 0;
   float label_smoothing = 0.0f;
   uint64_t seed = 0;
-  int threads = 0;                       // CPU backend threads; 0: all hardware threads
-  std::string metrics_path;              // per-epoch JSON lines; empty: none
-  double log_interval_s = 5.0;           // seconds between progress lines
+  int threads = 0;              // CPU backend threads; 0: all hardware threads
+  std::string metrics_path;     // per-epoch JSON lines; empty: none
+  double log_interval_s = 5.0;  // seconds between progress lines
 
   // Throws an Error naming the first setting that is out of range.
   void validate() const;

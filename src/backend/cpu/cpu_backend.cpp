@@ -45,11 +45,15 @@ void elementwise(ThreadPool& pool, int64_t n, F&& f) {
 }  // namespace
 
 CpuBackend::CpuBackend(int threads)
-    : pool_((threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) - 1) {
+    : pool_((threads > 0 ? threads
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) -
+            1) {
   openblas_set_num_threads(1);
 }
 
-Tensor CpuBackend::zeros(const Shape& shape, DType dtype) { return Tensor::zeros(shape, dtype); }
+Tensor CpuBackend::zeros(const Shape& shape, DType dtype) {
+  return Tensor::zeros(shape, dtype);
+}
 
 void CpuBackend::fill(Tensor& t, double value) {
   if (t.dtype() == DType::i32) {
@@ -106,14 +110,14 @@ void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, 
                                           Tensor& running_var) {
   const auto s = norm_shape("batch_norm_forward_train", x);
   check_same_shape("batch_norm_forward_train", x, y);
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var})
+  for (const Tensor* t : std::initializer_list<const Tensor*>{
+           &gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var})
     check_shape("batch_norm_forward_train", "per-channel vector", *t, {s.c});
   dispatch_float("batch_norm_forward_train", x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::batch_norm_forward_train<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                     momentum, eps, y.data<T>(), save_mean.data<T>(),
-                                     save_invstd.data<T>(), running_mean.data<T>(),
-                                     running_var.data<T>());
+    cpu::batch_norm_forward_train<T>(
+        pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(), momentum, eps, y.data<T>(),
+        save_mean.data<T>(), save_invstd.data<T>(), running_mean.data<T>(), running_var.data<T>());
   });
 }
 
@@ -122,7 +126,8 @@ void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, c
                                          float eps, Tensor& y) {
   const auto s = norm_shape("batch_norm_forward_eval", x);
   check_same_shape("batch_norm_forward_eval", x, y);
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &running_mean, &running_var})
+  for (const Tensor* t :
+       std::initializer_list<const Tensor*>{&gamma, &beta, &running_mean, &running_var})
     check_shape("batch_norm_forward_eval", "per-channel vector", *t, {s.c});
   dispatch_float("batch_norm_forward_eval", x, [&](auto tag) {
     using T = decltype(tag);
@@ -133,12 +138,13 @@ void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, c
 }
 
 void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                     const Tensor& save_mean, const Tensor& save_invstd,
-                                     Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+                                     const Tensor& save_mean, const Tensor& save_invstd, Tensor& dx,
+                                     Tensor& dgamma, Tensor& dbeta) {
   const auto s = norm_shape("batch_norm_backward", x);
   check_same_shape("batch_norm_backward", x, dy);
   check_same_shape("batch_norm_backward", x, dx);
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &save_mean, &save_invstd, &dgamma, &dbeta})
+  for (const Tensor* t :
+       std::initializer_list<const Tensor*>{&gamma, &save_mean, &save_invstd, &dgamma, &dbeta})
     check_shape("batch_norm_backward", "per-channel vector", *t, {s.c});
   dispatch_float("batch_norm_backward", x, [&](auto tag) {
     using T = decltype(tag);
@@ -293,10 +299,9 @@ double CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& lab
   double loss = 0;
   dispatch_float("softmax_cross_entropy", logits, [&](auto tag) {
     using T = decltype(tag);
-    loss = cpu::softmax_cross_entropy<T>(static_cast<int>(logits.dim(0)),
-                                         static_cast<int>(logits.dim(1)), logits.data<T>(),
-                                         labels.data<int>(), smoothing,
-                                         dlogits ? dlogits->data<T>() : nullptr);
+    loss = cpu::softmax_cross_entropy<T>(
+        static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1)), logits.data<T>(),
+        labels.data<int>(), smoothing, dlogits ? dlogits->data<T>() : nullptr);
   });
   return loss;
 }

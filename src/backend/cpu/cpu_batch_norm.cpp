@@ -49,8 +49,8 @@ void batch_norm_forward_train(ThreadPool& pool, NormShape s, const T* x, const T
 
 template <class T>
 void batch_norm_forward_eval(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
-                             const T* beta, const T* running_mean, const T* running_var,
-                             double eps, T* y) {
+                             const T* beta, const T* running_mean, const T* running_var, double eps,
+                             T* y) {
   pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const double invstd = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
@@ -97,12 +97,12 @@ void batch_norm_backward(ThreadPool& pool, NormShape s, const T* x, const T* dy,
   });
 }
 
-#define RT_INSTANTIATE(T)                                                                       \
-  template void batch_norm_forward_train<T>(ThreadPool&, NormShape, const T*, const T*,        \
-                                            const T*, double, double, T*, T*, T*, T*, T*);     \
-  template void batch_norm_forward_eval<T>(ThreadPool&, NormShape, const T*, const T*,         \
-                                           const T*, const T*, const T*, double, T*);          \
-  template void batch_norm_backward<T>(ThreadPool&, NormShape, const T*, const T*, const T*,   \
+#define RT_INSTANTIATE(T)                                                                         \
+  template void batch_norm_forward_train<T>(ThreadPool&, NormShape, const T*, const T*, const T*, \
+                                            double, double, T*, T*, T*, T*, T*);                  \
+  template void batch_norm_forward_eval<T>(ThreadPool&, NormShape, const T*, const T*, const T*,  \
+                                           const T*, const T*, double, T*);                       \
+  template void batch_norm_backward<T>(ThreadPool&, NormShape, const T*, const T*, const T*,      \
                                        const T*, const T*, T*, T*, T*);
 RT_INSTANTIATE(float)
 RT_INSTANTIATE(double)

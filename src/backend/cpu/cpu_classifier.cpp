@@ -19,7 +19,8 @@ void max_pool_forward(const PoolGeometry& g, const T* x, T* y) {
         for (int i = 0; i < g.window; ++i)
           for (int j = 0; j < g.window; ++j) {
             const int ih = oh * g.stride - g.pad + i, iw = ow * g.stride - g.pad + j;
-            if (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) best = std::max(best, in[ih * g.w + iw]);
+            if (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w)
+              best = std::max(best, in[ih * g.w + iw]);
           }
         out[oh * Q + ow] = best;
       }
@@ -91,10 +92,10 @@ double softmax_cross_entropy(int n, int classes, const T* logits, const int* lab
   return total / n;
 }
 
-#define RT_INSTANTIATE(T)                                                                   \
-  template void max_pool_forward<T>(const PoolGeometry&, const T*, T*);                    \
+#define RT_INSTANTIATE(T)                                                                    \
+  template void max_pool_forward<T>(const PoolGeometry&, const T*, T*);                      \
   template void max_pool_backward<T>(const PoolGeometry&, const T*, const T*, const T*, T*); \
-  template void linear_forward<T>(int, int, int, const T*, const T*, const T*, T*);        \
+  template void linear_forward<T>(int, int, int, const T*, const T*, const T*, T*);          \
   template void linear_backward<T>(int, int, int, const T*, const T*, const T*, T*, T*, T*); \
   template double softmax_cross_entropy<T>(int, int, const T*, const int*, double, T*);
 RT_INSTANTIATE(float)

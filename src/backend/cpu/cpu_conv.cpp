@@ -28,7 +28,8 @@ struct Plan {
 
 Plan make_plan(const ConvGeometry& g) {
   Plan p{g, int64_t{g.p()} * g.q(), int64_t{g.c} * g.r * g.s, 1, 0, false};
-  p.images_per_group = static_cast<int>(std::clamp<int64_t>((kMinColumns + p.pq - 1) / p.pq, 1, g.n));
+  p.images_per_group =
+      static_cast<int>(std::clamp<int64_t>((kMinColumns + p.pq - 1) / p.pq, 1, g.n));
   p.groups = (g.n + p.images_per_group - 1) / p.images_per_group;
   p.pointwise = g.r == 1 && g.s == 1 && g.stride == 1 && g.pad == 0;
   return p;
@@ -178,8 +179,7 @@ void conv_backward_data(ThreadPool& pool, const ConvGeometry& g, const T* dy, co
 }
 
 template <class T>
-void conv_backward_filter(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* dy,
-                          T* dw) {
+void conv_backward_filter(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* dy, T* dw) {
   const Plan p = make_plan(g);
   const int64_t out_image = int64_t{g.k} * p.pq, wsize = g.k * p.crs;
   const int64_t parts = std::min<int64_t>(p.groups, pool.size() + 1);
@@ -211,8 +211,8 @@ void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, in
           const float* b, int ldb, float beta, float* c, int ldc) {
   thread_local const bool single_threaded = (omp_set_num_threads(1), true);
   (void)single_threaded;
-  const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda,
-                                          b, ldb, beta, c, ldc);
+  const dnnl_status_t status =
+      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   RT_CHECK(status == dnnl_success, "gemm: dnnl_sgemm failed with status ", int(status), " for m ",
            m, " n ", n, " k ", k);
 }
@@ -223,12 +223,10 @@ void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, 
               k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-#define RT_INSTANTIATE(T)                                                                  \
-  template void conv_forward<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, T*); \
-  template void conv_backward_data<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, \
-                                      T*);                                                  \
-  template void conv_backward_filter<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, \
-                                        T*);
+#define RT_INSTANTIATE(T)                                                                        \
+  template void conv_forward<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, T*);       \
+  template void conv_backward_data<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, T*); \
+  template void conv_backward_filter<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, T*);
 RT_INSTANTIATE(float)
 RT_INSTANTIATE(double)
 #undef RT_INSTANTIATE

@@ -13,8 +13,7 @@ void conv_forward(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* 
 template <class T>
 void conv_backward_data(ThreadPool& pool, const ConvGeometry& g, const T* dy, const T* w, T* dx);
 template <class T>
-void conv_backward_filter(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* dy,
-                          T* dw);
+void conv_backward_filter(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* dy, T* dw);
 
 // Batch norm over [n, c, hw].
 struct NormShape {
@@ -26,8 +25,8 @@ void batch_norm_forward_train(ThreadPool& pool, NormShape s, const T* x, const T
                               T* save_invstd, T* running_mean, T* running_var);
 template <class T>
 void batch_norm_forward_eval(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
-                             const T* beta, const T* running_mean, const T* running_var,
-                             double eps, T* y);
+                             const T* beta, const T* running_mean, const T* running_var, double eps,
+                             T* y);
 template <class T>
 void batch_norm_backward(ThreadPool& pool, NormShape s, const T* x, const T* dy, const T* gamma,
                          const T* save_mean, const T* save_invstd, T* dx, T* dgamma, T* dbeta);
@@ -41,8 +40,7 @@ void max_pool_backward(const PoolGeometry& g, const T* x, const T* y, const T* d
 template <class T>
 void linear_forward(int n, int k, int m, const T* x, const T* w, const T* b, T* y);
 template <class T>
-void linear_backward(int n, int k, int m, const T* x, const T* w, const T* dy, T* dx, T* dw,
-                     T* db);
+void linear_backward(int n, int k, int m, const T* x, const T* w, const T* dy, T* dx, T* dw, T* db);
 
 template <class T>
 double softmax_cross_entropy(int n, int classes, const T* logits, const int* labels,

@@ -45,14 +45,14 @@ class CpuBackend final : public Backend {
   void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;
 
   void max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) override;
-  void max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y,
-                         const Tensor& dy, Tensor& dx) override;
+  void max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y, const Tensor& dy,
+                         Tensor& dx) override;
   void global_avg_pool_forward(const Tensor& x, Tensor& y) override;
   void global_avg_pool_backward(const Tensor& dy, Tensor& dx) override;
 
   void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
-  void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx,
-                       Tensor& dw, Tensor& db) override;
+  void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx, Tensor& dw,
+                       Tensor& db) override;
 
   double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
                                Tensor* dlogits) override;

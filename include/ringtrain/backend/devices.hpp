@@ -1,0 +1,15 @@
+#pragma once
+#include <string>
+
+namespace ringtrain {
+
+// What accelerators this process can use. Built without the CUDA backend, or on a machine
+// without a driver or a GPU, there are none.
+struct DeviceInventory {
+  int cuda_devices = 0;
+  bool cuda_built = false;
+  std::string why_none;  // why cuda_devices is 0, for the log
+};
+DeviceInventory probe_devices();
+
+}  // namespace ringtrain

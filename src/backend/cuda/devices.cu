@@ -1,0 +1,18 @@
+#include <cuda_runtime.h>
+
+#include "ringtrain/backend/devices.hpp"
+
+namespace ringtrain {
+
+DeviceInventory probe_devices() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  // No driver or no device is an answer here, not a failure: the CPU backend takes over.
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return {0, true, std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status)};
+  }
+  return {count, true, count == 0 ? "no CUDA device visible" : ""};
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every bad input gives one clear "ringtrain: error:" line (or CLI11's usage error) and a
+# non-zero exit that is not a crash (no signal, no core dump).
+#   tests/e2e/cli_errors.sh build/ringtrain build/tests/write_bad_datasets
+set -u
+bin=$1
+writer=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+
+# expect_error NAME EXPECTED_TEXT ARGS...
+expect_error() {
+  local name=$1 expected=$2
+  shift 2
+  local rc=0
+  "$bin" "$@" >"$dir/out" 2>"$dir/err" || rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then
+    echo "FAIL $name: exit status $rc (want a clean non-zero exit)"; cat "$dir/err"; failures=$((failures + 1)); return
+  fi
+  if ! grep -qF -- "$expected" "$dir/err"; then
+    echo "FAIL $name: stderr lacks '$expected':"; cat "$dir/err"; failures=$((failures + 1)); return
+  fi
+  if [ "$(grep -c . "$dir/err")" -gt 3 ]; then
+    echo "FAIL $name: more than a short error:"; cat "$dir/err"; failures=$((failures + 1)); return
+  fi
+  echo "ok   $name: $(head -n 1 "$dir/err")"
+}
+
+"$writer" "$dir"
+for f in "$dir"/*.h5; do
+  name=$(basename "$f" .h5)
+  expect_error "$name" "$(cat "$dir/$name.expect")" train --data "$f" --steps 1
+done
+expect_error missing_file "no such file" train --data "$dir/absent.h5" --steps 1
+expect_error unknown_flag "--frobnicate" train --frobnicate
+expect_error zero_batch "--batch-size" train --batch-size 0
+expect_error negative_batch "--batch-size" train --batch-size -4
+expect_error bad_depth "--depth" train --depth 42
+expect_error no_subcommand "subcommand" 
+
+echo "cli_errors: $failures failed"
+[ "$failures" -eq 0 ]

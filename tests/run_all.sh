@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds ringtrain (release preset, CUDA backend compiled where the
+# toolkit is installed) and runs the whole test suite. This is what .ci/run calls.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash env/install_deps.sh
+cmake --preset release
+cmake --build --preset release -j "$(nproc)"
+ctest --preset release -j "$(nproc)"

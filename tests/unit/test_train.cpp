@@ -1,0 +1,74 @@
+// The trainer end to end in one process: same seed, same losses; the synthetic data is learnt.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/train/trainer.hpp"
+
+namespace ringtrain {
+namespace {
+
+std::string small_dataset() {
+  const auto path = std::filesystem::temp_directory_path() / "ringtrain_train_small.h5";
+  SynthConfig c;
+  c.train_count = 1024;
+  c.test_count = 500;
+  c.height = c.width = 16;
+  write_hdf5_dataset(path.string(), make_synthetic(c));
+  return path.string();
+}
+
+TrainConfig small_config(const std::string& data) {
+  TrainConfig c;
+  c.data = data;
+  c.model.depth = 18;
+  c.model.width = 0.25;
+  c.batch_size = 32;
+  c.lr = 0.05;
+  c.threads = 2;
+  c.log_interval_s = 1e9;
+  return c;
+}
+
+TEST(Train, SameSeedGivesBitIdenticalLosses) {
+  TrainConfig c = small_config(small_dataset());
+  c.steps = 6;
+  const TrainResult a = train(c), b = train(c);
+  ASSERT_EQ(a.step_losses.size(), 6u);
+  EXPECT_EQ(a.step_losses, b.step_losses);
+  c.seed = 1;
+  EXPECT_NE(train(c).step_losses, a.step_losses);
+}
+
+TEST(Train, LearnsTheSyntheticDataFarAboveChance) {
+  TrainConfig c = small_config(small_dataset());
+  c.epochs = 2;
+  c.metrics_path = (std::filesystem::temp_directory_path() / "ringtrain_metrics.jsonl").string();
+  const TrainResult r = train(c);
+  ASSERT_EQ(r.epochs.size(), 2u);
+  EXPECT_GT(r.epochs.back().test_accuracy, 0.5);  // chance is 0.1
+  std::ifstream in(c.metrics_path);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    for (const char* key : {"epoch", "step", "train_loss", "train_accuracy", "test_loss",
+                            "test_accuracy", "lr", "epoch_time_s", "images_per_s"})
+      EXPECT_TRUE(j.contains(key)) << key;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2);
+}
+
+TEST(Train, RejectsBatchLargerThanTheData) {
+  TrainConfig c = small_config(small_dataset());
+  c.batch_size = 4096;
+  EXPECT_THROW(train(c), Error);
+}
+
+}  // namespace
+}  // namespace ringtrain
