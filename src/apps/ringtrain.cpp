@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "ringtrain/backend/devices.hpp"
@@ -40,8 +41,10 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--device", device, "auto or cpu (the CUDA backend is not built yet)")
       ->check(CLI::IsMember({"auto", "cpu"}))
       ->capture_default_str();
-  cmd.add_option("--model", c.model.depth, "alias of --depth")
-      ->check(CLI::IsMember({18, 34, 50, 101, 152}));
+  const std::map<std::string, int> models = {
+      {"resnet18", 18}, {"resnet34", 34}, {"resnet50", 50}, {"resnet101", 101}, {"resnet152", 152}};
+  cmd.add_option("--model", c.model.depth, "resnet18 ... resnet152 (sets --depth)")
+      ->transform(CLI::CheckedTransformer(models, CLI::ignore_case));
   cmd.add_option("--depth", c.model.depth, "ResNet depth: 18, 34, 50, 101, 152")
       ->check(CLI::IsMember({18, 34, 50, 101, 152}))
       ->capture_default_str();

@@ -2,9 +2,10 @@
 
 namespace ringtrain {
 
-BatchNorm2d::BatchNorm2d(ParameterSet& params, const std::string& name, int channels)
+BatchNorm2d::BatchNorm2d(ParameterSet& params, const std::string& name, int channels, bool relu)
     : params_(&params),
       channels_(channels),
+      relu_(relu),
       weight_(params.add(name + ".weight", {channels}, ParamKind::norm_weight)),
       bias_(params.add(name + ".bias", {channels}, ParamKind::norm_bias)),
       running_mean_(params.add_buffer(name + ".running_mean", {channels})),
@@ -25,7 +26,7 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
   Tensor mean = params_->buffer(running_mean_), var = params_->buffer(running_var_);
   if (!training) {
     backend.batch_norm_forward_eval(x, params_->param(weight_), params_->param(bias_), mean, var,
-                                    kEps, y);
+                                    kEps, relu_, y);
     return;
   }
   if (!save_mean_.defined()) {
@@ -33,13 +34,14 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
     save_invstd_ = backend.zeros({channels_}, x.dtype());
   }
   backend.batch_norm_forward_train(x, params_->param(weight_), params_->param(bias_), kMomentum,
-                                   kEps, y, save_mean_, save_invstd_, mean, var);
+                                   kEps, relu_, y, save_mean_, save_invstd_, mean, var);
 }
 
 void BatchNorm2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx) const {
   RT_CHECK(save_mean_.defined(), "BatchNorm2d::backward: no training forward before backward");
   Tensor dw = params_->grad(weight_), db = params_->grad(bias_);
-  backend.batch_norm_backward(x, dy, params_->param(weight_), save_mean_, save_invstd_, dx, dw, db);
+  backend.batch_norm_backward(x, dy, params_->param(weight_), params_->param(bias_), save_mean_,
+                              save_invstd_, relu_, dx, dw, db);
 }
 
 }  // namespace ringtrain

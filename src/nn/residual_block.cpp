@@ -5,7 +5,7 @@ namespace ringtrain {
 ConvBn::ConvBn(ParameterSet& params, const std::string& name, int in_channels, int out_channels,
                int kernel, int stride, bool relu)
     : conv_(params, name + ".conv", in_channels, out_channels, kernel, stride, kernel / 2),
-      bn_(params, name + ".bn", out_channels),
+      bn_(params, name + ".bn", out_channels, relu),
       relu_(relu) {}
 
 void ConvBn::init(Backend& backend, std::mt19937_64& rng, bool zero_norm_weight) const {
@@ -27,11 +27,9 @@ void ConvBn::allocate(Backend& backend, const Shape& x) {
 void ConvBn::forward(Backend& backend, const Tensor& x, bool training) {
   conv_.forward(backend, x, conv_out_);
   bn_.forward(backend, conv_out_, out_, training);
-  if (relu_) backend.relu_forward(out_, out_);
 }
 
 void ConvBn::backward(Backend& backend, const Tensor& x, Tensor& dy, Tensor* dx) {
-  if (relu_) backend.relu_backward(out_, dy, dy);
   bn_.backward(backend, conv_out_, dy, d_conv_out_);
   conv_.backward(backend, x, d_conv_out_, dx);
 }

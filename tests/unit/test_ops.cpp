@@ -27,7 +27,8 @@ TEST(BatchNorm, TrainForwardNormalisesAndUpdatesRunningStats) {
   Tensor mean = Tensor::zeros({c}, DType::f64), invstd = Tensor::zeros({c}, DType::f64);
   Tensor rmean = Tensor::zeros({c}, DType::f64), rvar = Tensor::zeros({c}, DType::f64);
   backend.fill(rvar, 1.0);
-  backend.batch_norm_forward_train(x, gamma, beta, 0.1f, 1e-5f, y, mean, invstd, rmean, rvar);
+  backend.batch_norm_forward_train(x, gamma, beta, 0.1f, 1e-5f, false, y, mean, invstd, rmean,
+                                   rvar);
   for (int ch = 0; ch < c; ++ch) {
     double s = 0, sq = 0;
     for (int i = 0; i < n; ++i)
@@ -48,14 +49,17 @@ TEST(BatchNorm, TrainForwardNormalisesAndUpdatesRunningStats) {
                 1e-9);
   }
   // Eval with the running stats is the same affine map with the stored statistics.
-  backend.batch_norm_forward_eval(x, gamma, beta, rmean, rvar, 1e-5f, y);
+  backend.batch_norm_forward_eval(x, gamma, beta, rmean, rvar, 1e-5f, false, y);
   const double expect = (x.data<double>()[2] - rmean.data<double>()[0]) /
                             std::sqrt(rvar.data<double>()[0] + 1e-5) * gamma.data<double>()[0] +
                         beta.data<double>()[0];
   EXPECT_NEAR(y.data<double>()[2], expect, 1e-9);
 }
 
-TEST(BatchNorm, BackwardMatchesFiniteDifferencesAndF32) {
+class BatchNormBackward : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BatchNormBackward, MatchesFiniteDifferencesAndF32) {
+  const bool relu = GetParam();
   CpuBackend backend(2);
   std::mt19937_64 rng(4);
   const Shape s = {3, 4, 3, 5};
@@ -65,13 +69,16 @@ TEST(BatchNorm, BackwardMatchesFiniteDifferencesAndF32) {
   Tensor invstd = Tensor::zeros({4}, DType::f64), rm = Tensor::zeros({4}, DType::f64);
   Tensor rv = Tensor::zeros({4}, DType::f64);
   auto loss = [&] {
-    backend.batch_norm_forward_train(x, gamma, beta, 0.1f, 1e-5f, y, mean, invstd, rm, rv);
+    backend.batch_norm_forward_train(x, gamma, beta, 0.1f, 1e-5f, relu, y, mean, invstd, rm, rv);
     return weighted_sum<double>(y, dy);
   };
   loss();
+  int64_t clipped = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) clipped += y.data<double>()[i] == 0.0;
+  EXPECT_EQ(clipped > 0, relu);  // the fused ReLU did clip, and only when asked
   Tensor dx = Tensor::zeros(s, DType::f64), dg = Tensor::zeros({4}, DType::f64);
   Tensor db = Tensor::zeros({4}, DType::f64);
-  backend.batch_norm_backward(x, dy, gamma, mean, invstd, dx, dg, db);
+  backend.batch_norm_backward(x, dy, gamma, beta, mean, invstd, relu, dx, dg, db);
   EXPECT_LT(max_grad_error<double>(x, dx, loss, kH), kTol);
   EXPECT_LT(max_grad_error<double>(gamma, dg, loss, kH), kTol);
   EXPECT_LT(max_grad_error<double>(beta, db, loss, kH), kTol);
@@ -82,26 +89,27 @@ TEST(BatchNorm, BackwardMatchesFiniteDifferencesAndF32) {
   Tensor is32 = Tensor::zeros({4}, DType::f32), rm32 = Tensor::zeros({4}, DType::f32);
   Tensor rv32 = Tensor::zeros({4}, DType::f32), dx32 = Tensor::zeros(s, DType::f32);
   Tensor dg32 = Tensor::zeros({4}, DType::f32), db32 = Tensor::zeros({4}, DType::f32);
-  backend.batch_norm_forward_train(x32, g32, b32, 0.1f, 1e-5f, y32, m32, is32, rm32, rv32);
-  backend.batch_norm_backward(x32, dy32, g32, m32, is32, dx32, dg32, db32);
+  backend.batch_norm_forward_train(x32, g32, b32, 0.1f, 1e-5f, relu, y32, m32, is32, rm32, rv32);
+  backend.batch_norm_backward(x32, dy32, g32, b32, m32, is32, relu, dx32, dg32, db32);
   EXPECT_LT(test::max_rel_diff(dx32, dx), 1e-4);
   EXPECT_LT(test::max_rel_diff(dg32, dg), 1e-4);
 }
 
-TEST(Elementwise, ReluAddReluAndTheirGradients) {
+INSTANTIATE_TEST_SUITE_P(WithAndWithoutRelu, BatchNormBackward, ::testing::Bool());
+
+TEST(Elementwise, AddReluAndItsGradient) {
   CpuBackend backend(2);
   std::mt19937_64 rng(5);
   const Shape s = {2, 3, 4, 5};
   Tensor a = random_tensor<double>(s, rng), b = random_tensor<double>(s, rng);
   Tensor dy = random_tensor<double>(s, rng), y = Tensor::zeros(s, DType::f64);
-  backend.add_relu(a, b, y);
-  for (int64_t i = 0; i < y.numel(); ++i)
-    ASSERT_EQ(y.data<double>()[i], std::max(0.0, a.data<double>()[i] + b.data<double>()[i]));
   auto loss = [&] {
-    backend.relu_forward(a, y);
+    backend.add_relu(a, b, y);
     return weighted_sum<double>(y, dy);
   };
   loss();
+  for (int64_t i = 0; i < y.numel(); ++i)
+    ASSERT_EQ(y.data<double>()[i], std::max(0.0, a.data<double>()[i] + b.data<double>()[i]));
   Tensor da = Tensor::zeros(s, DType::f64);
   backend.relu_backward(y, dy, da);
   EXPECT_LT(max_grad_error<double>(a, da, loss, kH), kTol);

@@ -49,21 +49,23 @@ class Backend {
   virtual void conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
                                     Tensor& dw) = 0;
 
-  // Batch norm over N,H,W per channel. Training uses batch statistics, keeps mean and 1/std for
-  // backward, and updates the running statistics as PyTorch does (unbiased running variance).
+  // Batch norm over N,H,W per channel, optionally followed by a ReLU in the same pass. Training
+  // uses batch statistics, keeps mean and 1/std for backward, and updates the running statistics
+  // as PyTorch does (unbiased running variance). Backward recomputes the ReLU mask from x, the
+  // saved statistics, gamma and beta, so the BN output need not be kept.
   virtual void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                        float momentum, float eps, Tensor& y, Tensor& save_mean,
-                                        Tensor& save_invstd, Tensor& running_mean,
-                                        Tensor& running_var) = 0;
+                                        float momentum, float eps, bool relu, Tensor& y,
+                                        Tensor& save_mean, Tensor& save_invstd,
+                                        Tensor& running_mean, Tensor& running_var) = 0;
   virtual void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                        const Tensor& running_mean, const Tensor& running_var,
-                                       float eps, Tensor& y) = 0;
+                                       float eps, bool relu, Tensor& y) = 0;
   virtual void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const Tensor& save_mean, const Tensor& save_invstd, Tensor& dx,
+                                   const Tensor& beta, const Tensor& save_mean,
+                                   const Tensor& save_invstd, bool relu, Tensor& dx,
                                    Tensor& dgamma, Tensor& dbeta) = 0;
 
-  // Elementwise. y may alias x (or a); dx may alias dy.
-  virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
+  // Elementwise. y may alias a; dx may alias dy.
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
   // y = relu(a + b): the end of every residual block.

@@ -5,11 +5,12 @@
 
 namespace ringtrain {
 
-// Batch norm over N,H,W with PyTorch's defaults (momentum 0.1, eps 1e-5). The batch mean and
-// 1/std of the last training forward are kept for backward.
+// Batch norm over N,H,W with PyTorch's defaults (momentum 0.1, eps 1e-5), optionally fused
+// with the ReLU that follows it. The batch mean and 1/std of the last training forward are kept
+// for backward.
 class BatchNorm2d {
  public:
-  BatchNorm2d(ParameterSet& params, const std::string& name, int channels);
+  BatchNorm2d(ParameterSet& params, const std::string& name, int channels, bool relu);
 
   // weight 1 (or 0 for a zero-initialised residual branch), bias 0, running stats 0 and 1.
   void init(Backend& backend, bool zero_weight) const;
@@ -23,6 +24,7 @@ class BatchNorm2d {
  private:
   ParameterSet* params_;
   int channels_;
+  bool relu_;
   int weight_, bias_, running_mean_, running_var_;
   Tensor save_mean_, save_invstd_;
 };

@@ -22,8 +22,8 @@ class ConvBn {
   void allocate(Backend& backend, const Shape& x);
 
   void forward(Backend& backend, const Tensor& x, bool training);
-  // dy is the gradient at the output (masked in place by the ReLU). Writes the parameter
-  // gradients, and the input gradient into dx when given.
+  // dy is the gradient at the output. Writes the parameter gradients, and the input gradient
+  // into dx when given.
   void backward(Backend& backend, const Tensor& x, Tensor& dy, Tensor* dx);
 
   Tensor& out() { return out_; }

@@ -105,25 +105,27 @@ void CpuBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, co
 }
 
 void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                          float momentum, float eps, Tensor& y, Tensor& save_mean,
-                                          Tensor& save_invstd, Tensor& running_mean,
-                                          Tensor& running_var) {
+                                          float momentum, float eps, bool relu, Tensor& y,
+                                          Tensor& save_mean, Tensor& save_invstd,
+                                          Tensor& running_mean, Tensor& running_var) {
   const auto s = norm_shape("batch_norm_forward_train", x);
   check_same_shape("batch_norm_forward_train", x, y);
-  for (const Tensor* t : std::initializer_list<const Tensor*>{
-           &gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var})
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &save_mean,
+                                                             &save_invstd, &running_mean,
+                                                             &running_var})
     check_shape("batch_norm_forward_train", "per-channel vector", *t, {s.c});
   dispatch_float("batch_norm_forward_train", x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::batch_norm_forward_train<T>(
-        pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(), momentum, eps, y.data<T>(),
-        save_mean.data<T>(), save_invstd.data<T>(), running_mean.data<T>(), running_var.data<T>());
+    cpu::batch_norm_forward_train<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
+                                     momentum, eps, relu, y.data<T>(), save_mean.data<T>(),
+                                     save_invstd.data<T>(), running_mean.data<T>(),
+                                     running_var.data<T>());
   });
 }
 
 void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                          const Tensor& running_mean, const Tensor& running_var,
-                                         float eps, Tensor& y) {
+                                         float eps, bool relu, Tensor& y) {
   const auto s = norm_shape("batch_norm_forward_eval", x);
   check_same_shape("batch_norm_forward_eval", x, y);
   for (const Tensor* t :
@@ -132,35 +134,26 @@ void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, c
   dispatch_float("batch_norm_forward_eval", x, [&](auto tag) {
     using T = decltype(tag);
     cpu::batch_norm_forward_eval<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                    running_mean.data<T>(), running_var.data<T>(), eps,
+                                    running_mean.data<T>(), running_var.data<T>(), eps, relu,
                                     y.data<T>());
   });
 }
 
 void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                     const Tensor& save_mean, const Tensor& save_invstd, Tensor& dx,
+                                     const Tensor& beta, const Tensor& save_mean,
+                                     const Tensor& save_invstd, bool relu, Tensor& dx,
                                      Tensor& dgamma, Tensor& dbeta) {
   const auto s = norm_shape("batch_norm_backward", x);
   check_same_shape("batch_norm_backward", x, dy);
   check_same_shape("batch_norm_backward", x, dx);
-  for (const Tensor* t :
-       std::initializer_list<const Tensor*>{&gamma, &save_mean, &save_invstd, &dgamma, &dbeta})
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &save_mean,
+                                                             &save_invstd, &dgamma, &dbeta})
     check_shape("batch_norm_backward", "per-channel vector", *t, {s.c});
   dispatch_float("batch_norm_backward", x, [&](auto tag) {
     using T = decltype(tag);
     cpu::batch_norm_backward<T>(pool_, s, x.data<T>(), dy.data<T>(), gamma.data<T>(),
-                                save_mean.data<T>(), save_invstd.data<T>(), dx.data<T>(),
-                                dgamma.data<T>(), dbeta.data<T>());
-  });
-}
-
-void CpuBackend::relu_forward(const Tensor& x, Tensor& y) {
-  check_same_shape("relu_forward", x, y);
-  dispatch_float("relu_forward", x, [&](auto tag) {
-    using T = decltype(tag);
-    const T* in = x.data<T>();
-    T* out = y.data<T>();
-    elementwise<T>(pool_, x.numel(), [&](int64_t i) { out[i] = in[i] > T(0) ? in[i] : T(0); });
+                                beta.data<T>(), save_mean.data<T>(), save_invstd.data<T>(), relu,
+                                dx.data<T>(), dgamma.data<T>(), dbeta.data<T>());
   });
 }
 

@@ -43,7 +43,18 @@ T* scratch(int slot, int64_t size) {
   return b.data();
 }
 
+// Output columns ow whose input column ow*stride - pad + j lies inside [0, w): [lo, hi).
+struct ValidRange {
+  int lo, hi;
+};
+ValidRange valid_outputs(int j, int pad, int stride, int w, int q) {
+  const int first = j >= pad ? 0 : (pad - j + stride - 1) / stride;
+  const int last = (w - 1 + pad - j) / stride;  // floor; may be negative
+  return {std::min(first, q), std::clamp(last + 1, std::min(first, q), q)};
+}
+
 // col[(ci*r+i)*s+j][col0 + oh*q+ow] = x[ci][oh*stride-pad+i][ow*stride-pad+j] (0 outside).
+// The valid columns of a row are one contiguous range, so the inner loop has no branches.
 template <class T>
 void im2col(const Plan& p, const T* x, T* col, int64_t ld, int64_t col0) {
   const ConvGeometry& g = p.g;
@@ -53,6 +64,7 @@ void im2col(const Plan& p, const T* x, T* col, int64_t ld, int64_t col0) {
       for (int j = 0; j < g.s; ++j) {
         T* row = col + ((int64_t{ci} * g.r + i) * g.s + j) * ld + col0;
         const T* plane = x + int64_t{ci} * g.h * g.w;
+        const ValidRange v = valid_outputs(j, g.pad, g.stride, g.w, Q);
         for (int oh = 0; oh < P; ++oh) {
           T* out = row + int64_t{oh} * Q;
           const int ih = oh * g.stride - g.pad + i;
@@ -60,10 +72,14 @@ void im2col(const Plan& p, const T* x, T* col, int64_t ld, int64_t col0) {
             std::fill(out, out + Q, T(0));
             continue;
           }
+          std::fill(out, out + v.lo, T(0));
+          std::fill(out + v.hi, out + Q, T(0));
           const T* in = plane + int64_t{ih} * g.w;
-          for (int ow = 0; ow < Q; ++ow) {
-            const int iw = ow * g.stride - g.pad + j;
-            out[ow] = (iw >= 0 && iw < g.w) ? in[iw] : T(0);
+          const int shift = j - g.pad;  // input column = ow * stride + shift
+          if (g.stride == 1) {
+            std::copy(in + v.lo + shift, in + v.hi + shift, out + v.lo);
+          } else {
+            for (int ow = v.lo; ow < v.hi; ++ow) out[ow] = in[ow * g.stride + shift];
           }
         }
       }
@@ -79,15 +95,14 @@ void col2im(const Plan& p, const T* col, int64_t ld, int64_t col0, T* dx) {
       for (int j = 0; j < g.s; ++j) {
         const T* row = col + ((int64_t{ci} * g.r + i) * g.s + j) * ld + col0;
         T* plane = dx + int64_t{ci} * g.h * g.w;
+        const ValidRange v = valid_outputs(j, g.pad, g.stride, g.w, Q);
         for (int oh = 0; oh < P; ++oh) {
           const int ih = oh * g.stride - g.pad + i;
           if (ih < 0 || ih >= g.h) continue;
           const T* in = row + int64_t{oh} * Q;
           T* out = plane + int64_t{ih} * g.w;
-          for (int ow = 0; ow < Q; ++ow) {
-            const int iw = ow * g.stride - g.pad + j;
-            if (iw >= 0 && iw < g.w) out[iw] += in[ow];
-          }
+          const int shift = j - g.pad;
+          for (int ow = v.lo; ow < v.hi; ++ow) out[ow * g.stride + shift] += in[ow];
         }
       }
 }

@@ -29,17 +29,16 @@ class CpuBackend final : public Backend {
                             Tensor& dw) override;
 
   void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                float momentum, float eps, Tensor& y, Tensor& save_mean,
-                                Tensor& save_invstd, Tensor& running_mean,
+                                float momentum, float eps, bool relu, Tensor& y,
+                                Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
                                 Tensor& running_var) override;
   void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                const Tensor& running_mean, const Tensor& running_var, float eps,
-                               Tensor& y) override;
+                               bool relu, Tensor& y) override;
   void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                           const Tensor& save_mean, const Tensor& save_invstd, Tensor& dx,
-                           Tensor& dgamma, Tensor& dbeta) override;
+                           const Tensor& beta, const Tensor& save_mean, const Tensor& save_invstd,
+                           bool relu, Tensor& dx, Tensor& dgamma, Tensor& dbeta) override;
 
-  void relu_forward(const Tensor& x, Tensor& y) override;
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;

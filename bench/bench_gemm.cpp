@@ -1,0 +1,58 @@
+// The GEMM choice of the CPU backend, measured: oneDNN's dnnl_sgemm against OpenBLAS's
+// cblas_sgemm on the shapes ResNet convolutions produce, single-threaded (as the backend calls
+// them). Run it with and without OPENBLAS_CORETYPE set to see OpenBLAS's CPU detection at work.
+//   build/bench/bench_gemm
+#include <cblas.h>
+#include <dnnl.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+template <class F>
+double gflops(int m, int n, int k, F&& gemm) {
+  std::vector<double> times;
+  for (int rep = 0; rep < 7; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return 2.0 * m * n * k / times[times.size() / 2] * 1e-9;
+}
+
+}  // namespace
+
+int main() {
+  omp_set_num_threads(1);
+  openblas_set_num_threads(1);
+  struct Shape {
+    int m, n, k;
+    const char* what;
+  };
+  const Shape shapes[] = {{64, 1024, 576, "3x3 conv 64->64 on 32x32"},
+                          {256, 1024, 64, "1x1 conv 64->256 on 32x32"},
+                          {128, 512, 1152, "3x3 conv 128->128 on 16x16, 2 images"},
+                          {512, 512, 4608, "3x3 conv 512->512 on 4x4, 32 images"},
+                          {2048, 2048, 2048, "square"}};
+  std::printf("OpenBLAS core: %s\n", openblas_get_corename());
+  std::printf("%-40s %12s %12s %8s\n", "shape (m n k)", "oneDNN", "OpenBLAS", "ratio");
+  for (const Shape& s : shapes) {
+    std::vector<float> a(size_t(s.m) * s.k, 0.5f), b(size_t(s.k) * s.n, 0.25f),
+        c(size_t(s.m) * s.n);
+    const double dnnl = gflops(s.m, s.n, s.k, [&] {
+      dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n);
+    });
+    const double blas = gflops(s.m, s.n, s.k, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a.data(), s.k,
+                  b.data(), s.n, 0.0f, c.data(), s.n);
+    });
+    std::printf("%-40s %8.1f GF/s %8.1f GF/s %7.2fx   %d %d %d\n", s.what, dnnl, blas, dnnl / blas,
+                s.m, s.n, s.k);
+  }
+  return 0;
+}
