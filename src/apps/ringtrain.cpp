@@ -78,6 +78,14 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")->check(kNonNegative);
   cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing in [0, 1)")
       ->check(CLI::Range(0.0, 0.999));
+  cmd.add_option("--workers", c.workers, "loader threads (0: assemble batches synchronously)")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd.add_option("--prefetch-factor", c.prefetch_factor, "ready batches per loader thread")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd.add_flag("--persistent-workers", c.persistent_workers, "keep loader threads across epochs");
+  cmd.add_flag("!--no-augment", c.augment, "no random crop and flip");
   cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")->capture_default_str();
   cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")->check(kNonNegative);
   cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");

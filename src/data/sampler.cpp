@@ -8,14 +8,24 @@
 namespace ringtrain {
 
 DistributedSampler::DistributedSampler(int64_t dataset_size, int world_size, int rank, bool shuffle,
-                                       bool drop_last, uint64_t seed)
+                                       ShardTail tail, uint64_t seed)
     : size_(dataset_size), world_(world_size), rank_(rank), shuffle_(shuffle), seed_(seed) {
   RT_CHECK(world_size > 0 && rank >= 0 && rank < world_size, "sampler: rank ", rank,
            " outside world of ", world_size);
   RT_CHECK(dataset_size > 0, "sampler: empty dataset");
-  per_rank_ = drop_last ? dataset_size / world_size : (dataset_size + world_size - 1) / world_size;
-  RT_CHECK(per_rank_ > 0, "sampler: ", dataset_size, " samples cannot feed ", world_size,
-           " ranks with drop_last");
+  switch (tail) {
+    case ShardTail::pad:
+      per_rank_ = (dataset_size + world_size - 1) / world_size;
+      break;
+    case ShardTail::drop:
+      per_rank_ = dataset_size / world_size;
+      break;
+    case ShardTail::uneven:
+      per_rank_ = (dataset_size - rank + world_size - 1) / world_size;
+      break;
+  }
+  RT_CHECK(per_rank_ > 0, "sampler: ", dataset_size, " samples cannot feed rank ", rank, " of ",
+           world_size);
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/data/batch.hpp"
+#include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/synthetic.hpp"
@@ -37,36 +37,37 @@ Dataset load_data(const TrainConfig& c) {
   return read_hdf5_dataset(c.synth_path);
 }
 
-// The batches of one pass over the data, on the backend, with their labels.
-struct Batch {
-  Tensor images, labels;
-};
-
-Batch make_batch(const Split& s, int n) {
-  return {Tensor::zeros({n, s.channels, s.height, s.width}, DType::f32),
-          Tensor::zeros({n}, DType::i32)};
-}
-
 struct Evaluation {
   double loss = 0, accuracy = 0;
 };
 
-Evaluation evaluate(ResNet& model, Backend& backend, const Split& test, const Normalization& norm,
-                    int batch_size) {
+// Every test sample exactly once (uneven shards, last partial batch kept), no augmentation.
+Evaluation evaluate(ResNet& model, Backend& backend, DevicePrefetcher& batches, int64_t count) {
   double loss_sum = 0;
-  int64_t correct = 0;
-  std::vector<int64_t> idx;
-  for (int64_t start = 0; start < test.count; start += batch_size) {
-    const int n = static_cast<int>(std::min<int64_t>(batch_size, test.count - start));
-    idx.resize(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) idx[i] = start + i;
-    Batch b = make_batch(test, n);
-    assemble_batch(test, idx.data(), n, norm, b.images.data<float>(), b.labels.data<int32_t>());
-    const Tensor& logits = model.forward(b.images, false);
-    loss_sum += backend.softmax_cross_entropy(logits, b.labels, 0.0f, nullptr) * n;
-    correct += backend.count_correct(logits, b.labels);
+  int64_t correct = 0, seen = 0;
+  batches.start_epoch(0);
+  while (const DeviceBatch* b = batches.next()) {
+    const int64_t n = b->images.dim(0);
+    const Tensor& logits = model.forward(b->images, false);
+    loss_sum += backend.softmax_cross_entropy(logits, b->labels, 0.0f, nullptr) * n;
+    correct += backend.count_correct(logits, b->labels);
+    seen += n;
   }
-  return {loss_sum / test.count, static_cast<double>(correct) / test.count};
+  RT_CHECK(seen == count, "evaluate: saw ", seen, " test samples, expected ", count);
+  return {loss_sum / count, static_cast<double>(correct) / count};
+}
+
+LoaderConfig loader_config(const TrainConfig& c, bool training) {
+  LoaderConfig l;
+  l.batch_size = training ? c.batch_size : c.eval_batch_size;
+  l.workers = c.workers;
+  l.prefetch_factor = c.prefetch_factor;
+  l.persistent_workers = c.persistent_workers;
+  l.augment = training && c.augment;
+  l.shuffle = training;
+  l.drop_last = training;
+  l.seed = c.seed;
+  return l;
 }
 
 std::string format_duration(double s) {
@@ -102,7 +103,7 @@ TrainResult train(const TrainConfig& config) {
   Sgd sgd(
       model.parameters(), backend,
       SgdConfig{config.momentum, config.weight_decay, config.nesterov, config.decay_norm_and_bias});
-  DistributedSampler sampler(data.train.count, 1, 0, true, true, config.seed);
+  DistributedSampler sampler(data.train.count, 1, 0, true, ShardTail::drop, config.seed);
   const int64_t steps_per_epoch = sampler.per_rank() / config.batch_size;
   RT_CHECK(steps_per_epoch > 0, "train: --batch-size ", config.batch_size, " is larger than the ",
            data.train.count, " training images");
@@ -135,28 +136,34 @@ TrainResult train(const TrainConfig& config) {
     RT_CHECK(metrics.good(), "train: cannot write metrics to ", config.metrics_path);
   }
   const Normalization norm = channel_statistics(data.train);
-  Batch batch = make_batch(data.train, config.batch_size);
-  Tensor dlogits = Tensor::zeros({config.batch_size, mc.classes}, DType::f32);
+  const ImageWriter train_writer(data.train, norm, 4, backend.compute_dtype(), backend.layout());
+  const ImageWriter test_writer(data.test, norm, 4, backend.compute_dtype(), backend.layout());
+  Loader train_loader(data.train, train_writer, sampler, loader_config(config, true), backend);
+  Loader test_loader(data.test, test_writer,
+                     DistributedSampler(data.test.count, 1, 0, false, ShardTail::uneven, 0),
+                     loader_config(config, false), backend);
+  DevicePrefetcher train_batches(train_loader, backend), test_batches(test_loader, backend);
+  Tensor dlogits = backend.zeros({config.batch_size, mc.classes}, backend.compute_dtype());
   int64_t step = 0;
   const auto start = Clock::now();
   auto last_log = start;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
-    sampler.set_epoch(epoch);
-    const std::vector<int64_t> order = sampler.indices();
+    train_batches.start_epoch(epoch);
     const auto epoch_start = Clock::now();
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
     double lr = 0;
     for (int64_t b = 0; b < steps_per_epoch && step < total_steps; ++b, ++step) {
+      const DeviceBatch* batch = train_batches.next();
+      RT_CHECK(batch, "train: loader ended the epoch after ", b, " of ", steps_per_epoch,
+               " batches");
       lr = schedule.at(step);
-      assemble_batch(data.train, order.data() + b * config.batch_size, config.batch_size, norm,
-                     batch.images.data<float>(), batch.labels.data<int32_t>());
-      const Tensor& logits = model.forward(batch.images, true);
+      const Tensor& logits = model.forward(batch->images, true);
       const double loss =
-          backend.softmax_cross_entropy(logits, batch.labels, config.label_smoothing, &dlogits);
+          backend.softmax_cross_entropy(logits, batch->labels, config.label_smoothing, &dlogits);
       RT_CHECK(std::isfinite(loss), "train: loss is ", loss, " at step ", step, " (learning rate ",
                lr, " too high?)");
-      correct += backend.count_correct(logits, batch.labels);
+      correct += backend.count_correct(logits, batch->labels);
       model.backward(dlogits);
       sgd.step(static_cast<float>(lr));
       result.step_losses.push_back(loss);
@@ -179,7 +186,7 @@ TrainResult train(const TrainConfig& config) {
     m.train_accuracy = static_cast<double>(correct) / std::max<int64_t>(1, seen);
     m.epoch_time_s = seconds_since(epoch_start);
     m.images_per_s = seen / m.epoch_time_s;
-    const Evaluation ev = evaluate(model, backend, data.test, norm, config.eval_batch_size);
+    const Evaluation ev = evaluate(model, backend, test_batches, data.test.count);
     m.test_loss = ev.loss;
     m.test_accuracy = ev.accuracy;
     spdlog::info(

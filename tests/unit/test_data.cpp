@@ -5,9 +5,11 @@
 #include <set>
 
 #include "../support/bad_datasets.hpp"
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/core/error.hpp"
-#include "ringtrain/data/batch.hpp"
+#include "ringtrain/data/augment.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/data/loader.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/synthetic.hpp"
 
@@ -76,7 +78,7 @@ TEST(Sampler, ShardsAreDisjointAndCoverTheDataset) {
   for (int world = 1; world <= 8; ++world) {
     std::multiset<int64_t> seen;
     for (int r = 0; r < world; ++r) {
-      DistributedSampler s(n, world, r, true, false, 5);
+      DistributedSampler s(n, world, r, true, ShardTail::pad, 5);
       s.set_epoch(2);
       const auto idx = s.indices();
       EXPECT_EQ(static_cast<int64_t>(idx.size()), (n + world - 1) / world);
@@ -89,7 +91,8 @@ TEST(Sampler, ShardsAreDisjointAndCoverTheDataset) {
 }
 
 TEST(Sampler, EpochsReorderAndSeedsRepeat) {
-  DistributedSampler a(1000, 2, 1, true, true, 9), b(1000, 2, 1, true, true, 9);
+  DistributedSampler a(1000, 2, 1, true, ShardTail::drop, 9),
+      b(1000, 2, 1, true, ShardTail::drop, 9);
   a.set_epoch(0);
   b.set_epoch(0);
   EXPECT_EQ(a.indices(), b.indices());
@@ -98,34 +101,160 @@ TEST(Sampler, EpochsReorderAndSeedsRepeat) {
   EXPECT_EQ(a.per_rank(), 500);
 }
 
-TEST(Batch, NormalisedToZeroMeanUnitStd) {
-  SynthConfig c;
-  c.train_count = 64;
-  c.test_count = 2;
-  c.height = c.width = 8;
-  const Dataset d = make_synthetic(c);
-  const Normalization norm = channel_statistics(d.train);
-  std::vector<int64_t> idx(64);
-  for (int i = 0; i < 64; ++i) idx[i] = i;
-  std::vector<float> images(64 * 3 * 64);
-  std::vector<int32_t> labels(64);
-  assemble_batch(d.train, idx.data(), 64, norm, images.data(), labels.data());
-  for (int ch = 0; ch < 3; ++ch) {
-    double s = 0, sq = 0;
-    for (int i = 0; i < 64; ++i)
-      for (int p = 0; p < 64; ++p) {
-        const double v = images[(i * 3 + ch) * 64 + p];
-        s += v;
-        sq += v * v;
-      }
-    EXPECT_NEAR(s / 4096, 0.0, 1e-4);
-    EXPECT_NEAR(sq / 4096, 1.0, 1e-3);
+TEST(Sampler, EvaluationCountsEverySampleOnce) {
+  for (int world : {1, 2, 3, 4, 6}) {
+    std::multiset<int64_t> seen;
+    for (int r = 0; r < world; ++r) {
+      const auto idx = DistributedSampler(10000, world, r, false, ShardTail::uneven, 0).indices();
+      seen.insert(idx.begin(), idx.end());
+    }
+    EXPECT_EQ(seen.size(), 10000u) << "world " << world;
+    EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 10000u) << "world " << world;
   }
-  EXPECT_EQ(labels[5], d.train.labels[5]);
-  // Pixel (y=2, x=3, c=1) of image 7 lands at NCHW [7,1,2,3].
-  const float expect =
-      (d.train.image(7)[(2 * 8 + 3) * 3 + 1] / 255.0f - norm.mean[1]) / norm.std[1];
-  EXPECT_NEAR(images[(7 * 3 + 1) * 64 + 2 * 8 + 3], expect, 1e-5);
+}
+
+Dataset small_data(int channels = 3) {
+  SynthConfig c;
+  c.train_count = 100;
+  c.test_count = 2;
+  c.height = 8;
+  c.width = 6;
+  c.channels = channels;
+  return make_synthetic(c);
+}
+
+// The augmentation applied directly: pad with zeros, crop at (dy, dx), mirror, normalise.
+float reference_pixel(const Split& s, const Normalization& n, int64_t index, Crop crop, int pad,
+                      int c, int y, int x) {
+  const int sx0 = crop.flip ? s.width - 1 - x : x;
+  const int sy = y + crop.dy - pad, sx = sx0 + crop.dx - pad;
+  const bool inside = sy >= 0 && sy < s.height && sx >= 0 && sx < s.width;
+  const int v = inside ? s.image(index)[(sy * s.width + sx) * s.channels + c] : 0;
+  return (v / 255.0f - n.mean[c]) / n.std[c];
+}
+
+TEST(Augment, CropFlipAndNormaliseMatchTheDirectDefinition) {
+  const Dataset d = small_data();
+  const Normalization norm = channel_statistics(d.train);
+  const ImageWriter nchw(d.train, norm, 4, DType::f32, Layout::nchw);
+  const ImageWriter nhwc(d.train, norm, 4, DType::f32, Layout::nhwc);
+  std::vector<float> a(nchw.image_elements()), b(nhwc.image_elements());
+  int flips = 0, shifted = 0;
+  for (int64_t i = 0; i < 40; ++i) {
+    const Crop crop = draw_crop(3, 1, i, 4, true);
+    ASSERT_GE(crop.dy, 0);
+    ASSERT_LE(crop.dy, 8);
+    ASSERT_LE(crop.dx, 8);
+    flips += crop.flip;
+    shifted += crop.dy != 4 || crop.dx != 4;
+    nchw.write(i, crop, a.data());
+    nhwc.write(i, crop, b.data());
+    for (int c = 0; c < 3; ++c)
+      for (int y = 0; y < 8; ++y)
+        for (int x = 0; x < 6; ++x) {
+          const float ref = reference_pixel(d.train, norm, i, crop, 4, c, y, x);
+          ASSERT_FLOAT_EQ(a[(c * 8 + y) * 6 + x], ref) << i << " " << c << " " << y << " " << x;
+          ASSERT_FLOAT_EQ(b[(y * 6 + x) * 3 + c], ref);
+        }
+  }
+  EXPECT_GT(flips, 5);  // both kinds of draw happen
+  EXPECT_LT(flips, 35);
+  EXPECT_GT(shifted, 30);
+  const Crop none = draw_crop(3, 1, 7, 4, false);
+  EXPECT_EQ(none.dy, 4);
+  EXPECT_EQ(none.dx, 4);
+  EXPECT_FALSE(none.flip);
+}
+
+TEST(Augment, NormalisedImagesHaveZeroMeanUnitStd) {
+  const Dataset d = small_data();
+  const Normalization norm = channel_statistics(d.train);
+  const ImageWriter w(d.train, norm, 4, DType::f32, Layout::nchw);
+  std::vector<float> img(w.image_elements());
+  for (int c = 0; c < 3; ++c) {
+    double s = 0, sq = 0;
+    for (int64_t i = 0; i < d.train.count; ++i) {
+      w.write(i, draw_crop(0, 0, i, 4, false), img.data());
+      for (int p = 0; p < 48; ++p) {
+        s += img[c * 48 + p];
+        sq += double(img[c * 48 + p]) * img[c * 48 + p];
+      }
+    }
+    const double count = 48.0 * d.train.count;
+    EXPECT_NEAR(s / count, 0.0, 1e-4);
+    EXPECT_NEAR(sq / count, 1.0, 1e-3);
+  }
+}
+
+// Every batch of two epochs, as bytes, for one loader setting.
+std::vector<std::vector<uint8_t>> all_batches(const Dataset& d, int workers, int prefetch,
+                                              bool persistent, DType dtype, Layout layout) {
+  CpuBackend backend(1);
+  const Normalization norm = channel_statistics(d.train);
+  const ImageWriter writer(d.train, norm, 4, dtype, layout);
+  LoaderConfig c;
+  c.batch_size = 16;
+  c.workers = workers;
+  c.prefetch_factor = prefetch;
+  c.persistent_workers = persistent;
+  c.drop_last = false;
+  c.seed = 7;
+  Loader loader(d.train, writer, DistributedSampler(d.train.count, 1, 0, true, ShardTail::pad, 7),
+                c, backend);
+  std::vector<std::vector<uint8_t>> out;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    loader.start_epoch(epoch);
+    int64_t expected = 0;
+    while (const HostBatch* b = loader.next()) {
+      EXPECT_EQ(b->index, expected++);
+      const auto* img = static_cast<const uint8_t*>(b->images.raw());
+      const auto* lab = static_cast<const uint8_t*>(b->labels.raw());
+      std::vector<uint8_t> bytes(img, img + b->images.nbytes());
+      bytes.insert(bytes.end(), lab, lab + b->labels.nbytes());
+      out.push_back(std::move(bytes));
+    }
+    EXPECT_EQ(expected, loader.batches_per_epoch());
+  }
+  return out;
+}
+
+TEST(Loader, BatchesAreIdenticalForAnyWorkerCountAndPrefetchDepth) {
+  const Dataset d = small_data();
+  const auto reference = all_batches(d, 0, 1, false, DType::f32, Layout::nchw);
+  ASSERT_EQ(reference.size(), 14u);  // 100 samples in batches of 16, last one partial, 2 epochs
+  EXPECT_NE(reference[0], reference[7]);  // epochs differ
+  for (int workers : {1, 2, 4})
+    for (int prefetch : {1, 2, 4})
+      for (bool persistent : {false, true})
+        EXPECT_EQ(all_batches(d, workers, prefetch, persistent, DType::f32, Layout::nchw),
+                  reference)
+            << workers << " workers, prefetch " << prefetch << ", persistent " << persistent;
+}
+
+TEST(Loader, HalfPrecisionNhwcBatchesAreIdenticalForAnyWorkerCount) {
+  const Dataset d = small_data(1);
+  for (DType t : {DType::bf16, DType::f16})
+    EXPECT_EQ(all_batches(d, 3, 2, false, t, Layout::nhwc),
+              all_batches(d, 0, 1, false, t, Layout::nhwc));
+}
+
+TEST(Loader, AbandonedEpochRestartsCleanly) {
+  const Dataset d = small_data();
+  CpuBackend backend(1);
+  const Normalization norm = channel_statistics(d.train);
+  const ImageWriter writer(d.train, norm, 4, DType::f32, Layout::nchw);
+  LoaderConfig c;
+  c.batch_size = 10;
+  c.workers = 2;
+  c.persistent_workers = true;
+  Loader loader(d.train, writer, DistributedSampler(d.train.count, 1, 0, true, ShardTail::drop, 0),
+                c, backend);
+  loader.start_epoch(0);
+  ASSERT_NE(loader.next(), nullptr);
+  loader.start_epoch(1);  // three batches of epoch 0 never taken
+  int batches = 0;
+  while (loader.next()) ++batches;
+  EXPECT_EQ(batches, 10);
 }
 
 }  // namespace

@@ -42,6 +42,16 @@ class Backend {
   virtual void copy(const Tensor& src, Tensor& dst) = 0;  // either side may be on the host
   virtual void synchronize() = 0;
 
+  // Host memory the loader assembles batches in: page-locked on CUDA, so that copies from it
+  // run asynchronously.
+  virtual std::shared_ptr<void> host_buffer(std::size_t bytes) = 0;
+  // Host-to-device copy on the copy stream. It starts after all work issued so far (so it never
+  // overwrites a buffer still being read) and overlaps with work issued after it.
+  virtual void copy_to_device_async(const Tensor& host, Tensor& device) = 0;
+  // Returns when every copy issued so far has finished reading its host memory; work issued
+  // afterwards is ordered after those copies.
+  virtual void wait_for_copies() = 0;
+
   // Convolution, no bias.
   virtual void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) = 0;
   virtual void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
@@ -62,8 +72,8 @@ class Backend {
                                        float eps, bool relu, Tensor& y) = 0;
   virtual void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& beta, const Tensor& save_mean,
-                                   const Tensor& save_invstd, bool relu, Tensor& dx,
-                                   Tensor& dgamma, Tensor& dbeta) = 0;
+                                   const Tensor& save_invstd, bool relu, Tensor& dx, Tensor& dgamma,
+                                   Tensor& dbeta) = 0;
 
   // Elementwise. y may alias a; dx may alias dy.
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;

@@ -54,6 +54,7 @@ class Tensor {
   bool defined() const { return data_ != nullptr; }
   bool owns_storage() const { return storage_ != nullptr; }
   void* raw() const { return data_; }
+  const std::shared_ptr<void>& shared_storage() const { return storage_; }
   std::string describe() const;  // "f32[32,64,8,8] nchw cpu"
 
   template <class T>

@@ -4,12 +4,18 @@
 
 namespace ringtrain {
 
-// PyTorch's DistributedSampler: every rank draws the same permutation from (seed, epoch), pads
-// it by wrapping around to a multiple of the world size (or drops the tail with drop_last),
-// and takes every world-th index starting at its rank.
+// What happens to the samples that do not divide evenly among the ranks.
+enum class ShardTail {
+  pad,     // wrap around so every rank has the same count (training; PyTorch's default)
+  drop,    // drop them (PyTorch's drop_last)
+  uneven,  // keep them: ranks differ by at most one sample, none counted twice (evaluation)
+};
+
+// PyTorch's DistributedSampler: every rank draws the same permutation from (seed, epoch) and
+// takes every world-th index starting at its rank.
 class DistributedSampler {
  public:
-  DistributedSampler(int64_t dataset_size, int world_size, int rank, bool shuffle, bool drop_last,
+  DistributedSampler(int64_t dataset_size, int world_size, int rank, bool shuffle, ShardTail tail,
                      uint64_t seed);
 
   void set_epoch(int64_t epoch) { epoch_ = epoch; }

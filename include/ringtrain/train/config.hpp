@@ -22,6 +22,10 @@ struct TrainConfig {
   std::string schedule = "cosine";
   int64_t warmup_steps = 0;
   float label_smoothing = 0.0f;
+  int workers = 2;          // loader threads; 0: synchronous
+  int prefetch_factor = 2;  // ready batches per worker
+  bool persistent_workers = false;
+  bool augment = true;  // random crop with padding 4 and horizontal flip
   uint64_t seed = 0;
   int threads = 0;              // CPU backend threads; 0: all hardware threads
   std::string metrics_path;     // per-epoch JSON lines; empty: none

@@ -66,6 +66,10 @@ void CpuBackend::fill(Tensor& t, double value) {
   });
 }
 
+std::shared_ptr<void> CpuBackend::host_buffer(std::size_t bytes) {
+  return Tensor::zeros({static_cast<int64_t>(bytes)}, DType::u8).shared_storage();
+}
+
 void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   RT_CHECK(src.nbytes() == dst.nbytes() && src.dtype() == dst.dtype(), "copy: ", src.describe(),
            " into ", dst.describe());
@@ -110,16 +114,14 @@ void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, 
                                           Tensor& running_mean, Tensor& running_var) {
   const auto s = norm_shape("batch_norm_forward_train", x);
   check_same_shape("batch_norm_forward_train", x, y);
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &save_mean,
-                                                             &save_invstd, &running_mean,
-                                                             &running_var})
+  for (const Tensor* t : std::initializer_list<const Tensor*>{
+           &gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var})
     check_shape("batch_norm_forward_train", "per-channel vector", *t, {s.c});
   dispatch_float("batch_norm_forward_train", x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::batch_norm_forward_train<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                     momentum, eps, relu, y.data<T>(), save_mean.data<T>(),
-                                     save_invstd.data<T>(), running_mean.data<T>(),
-                                     running_var.data<T>());
+    cpu::batch_norm_forward_train<T>(
+        pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(), momentum, eps, relu, y.data<T>(),
+        save_mean.data<T>(), save_invstd.data<T>(), running_mean.data<T>(), running_var.data<T>());
   });
 }
 
@@ -147,7 +149,7 @@ void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& dy, const Te
   check_same_shape("batch_norm_backward", x, dy);
   check_same_shape("batch_norm_backward", x, dx);
   for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &save_mean,
-                                                             &save_invstd, &dgamma, &dbeta})
+                                                              &save_invstd, &dgamma, &dbeta})
     check_shape("batch_norm_backward", "per-channel vector", *t, {s.c});
   dispatch_float("batch_norm_backward", x, [&](auto tag) {
     using T = decltype(tag);

@@ -65,8 +65,8 @@ void batch_norm_forward_train(ThreadPool& pool, NormShape s, const T* x, const T
 
 template <class T>
 void batch_norm_forward_eval(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
-                             const T* beta, const T* running_mean, const T* running_var,
-                             double eps, bool relu, T* y) {
+                             const T* beta, const T* running_mean, const T* running_var, double eps,
+                             bool relu, T* y) {
   pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const T invstd = static_cast<T>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps));
@@ -78,8 +78,8 @@ void batch_norm_forward_eval(ThreadPool& pool, NormShape s, const T* x, const T*
 // With g = dy masked by the ReLU: dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)).
 template <class T>
 void batch_norm_backward(ThreadPool& pool, NormShape s, const T* x, const T* dy, const T* gamma,
-                         const T* beta, const T* save_mean, const T* save_invstd, bool relu,
-                         T* dx, T* dgamma, T* dbeta) {
+                         const T* beta, const T* save_mean, const T* save_invstd, bool relu, T* dx,
+                         T* dgamma, T* dbeta) {
   const double count = static_cast<double>(s.n * s.hw);
   pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
@@ -107,13 +107,12 @@ void batch_norm_backward(ThreadPool& pool, NormShape s, const T* x, const T* dy,
   });
 }
 
-#define RT_INSTANTIATE(T)                                                                     \
-  template void batch_norm_forward_train<T>(ThreadPool&, NormShape, const T*, const T*,      \
-                                            const T*, double, double, bool, T*, T*, T*, T*,  \
-                                            T*);                                             \
-  template void batch_norm_forward_eval<T>(ThreadPool&, NormShape, const T*, const T*,       \
-                                           const T*, const T*, const T*, double, bool, T*);  \
-  template void batch_norm_backward<T>(ThreadPool&, NormShape, const T*, const T*, const T*, \
+#define RT_INSTANTIATE(T)                                                                         \
+  template void batch_norm_forward_train<T>(ThreadPool&, NormShape, const T*, const T*, const T*, \
+                                            double, double, bool, T*, T*, T*, T*, T*);            \
+  template void batch_norm_forward_eval<T>(ThreadPool&, NormShape, const T*, const T*, const T*,  \
+                                           const T*, const T*, double, bool, T*);                 \
+  template void batch_norm_backward<T>(ThreadPool&, NormShape, const T*, const T*, const T*,      \
                                        const T*, const T*, const T*, bool, T*, T*, T*);
 RT_INSTANTIATE(float)
 RT_INSTANTIATE(double)

@@ -25,12 +25,12 @@ void batch_norm_forward_train(ThreadPool& pool, NormShape s, const T* x, const T
                               T* save_mean, T* save_invstd, T* running_mean, T* running_var);
 template <class T>
 void batch_norm_forward_eval(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
-                             const T* beta, const T* running_mean, const T* running_var,
-                             double eps, bool relu, T* y);
+                             const T* beta, const T* running_mean, const T* running_var, double eps,
+                             bool relu, T* y);
 template <class T>
 void batch_norm_backward(ThreadPool& pool, NormShape s, const T* x, const T* dy, const T* gamma,
-                         const T* beta, const T* save_mean, const T* save_invstd, bool relu,
-                         T* dx, T* dgamma, T* dbeta);
+                         const T* beta, const T* save_mean, const T* save_invstd, bool relu, T* dx,
+                         T* dgamma, T* dbeta);
 
 template <class T>
 void max_pool_forward(const PoolGeometry& g, const T* x, T* y);

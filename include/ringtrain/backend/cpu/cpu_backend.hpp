@@ -21,6 +21,10 @@ class CpuBackend final : public Backend {
   void fill(Tensor& t, double value) override;
   void copy(const Tensor& src, Tensor& dst) override;
   void synchronize() override {}
+  std::shared_ptr<void> host_buffer(std::size_t bytes) override;
+  // There is no copy stream on the CPU: the copy is done when the call returns.
+  void copy_to_device_async(const Tensor& host, Tensor& device) override { copy(host, device); }
+  void wait_for_copies() override {}
 
   void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) override;
   void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
@@ -29,8 +33,8 @@ class CpuBackend final : public Backend {
                             Tensor& dw) override;
 
   void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                float momentum, float eps, bool relu, Tensor& y,
-                                Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
+                                float momentum, float eps, bool relu, Tensor& y, Tensor& save_mean,
+                                Tensor& save_invstd, Tensor& running_mean,
                                 Tensor& running_var) override;
   void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                const Tensor& running_mean, const Tensor& running_var, float eps,

@@ -1,0 +1,32 @@
+#pragma once
+#include "ringtrain/data/loader.hpp"
+
+namespace ringtrain {
+
+// A batch on the backend's device.
+struct DeviceBatch {
+  Tensor images, labels;
+};
+
+// Keeps the host-to-device copy of batch k+1 in flight while batch k computes: next() waits for
+// batch k's copy, issues batch k+1's into the other buffer, and returns batch k.
+class DevicePrefetcher {
+ public:
+  DevicePrefetcher(Loader& loader, Backend& backend);
+
+  void start_epoch(int64_t epoch);
+  // The batch to compute on now, or nullptr at the end of the epoch. Valid until the next call.
+  const DeviceBatch* next();
+
+ private:
+  void issue_copy();
+
+  Loader& loader_;
+  Backend& backend_;
+  DeviceBatch buffers_[2];  // full-size device storage
+  DeviceBatch views_[2];    // sized for the batch in flight
+  bool in_flight_[2] = {false, false};
+  int current_ = 0;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,98 @@
+#include "ringtrain/data/augment.hpp"
+
+#include <cmath>
+
+#include "ringtrain/core/half.hpp"
+
+namespace ringtrain {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Normalization channel_statistics(const Split& s) {
+  std::vector<double> sum(static_cast<size_t>(s.channels), 0.0), sq(sum);
+  const int64_t pixels = s.count * s.height * s.width;
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int c = 0; c < s.channels; ++c) {
+      const double v = s.images[static_cast<size_t>(p * s.channels + c)] / 255.0;
+      sum[c] += v;
+      sq[c] += v * v;
+    }
+  Normalization n;
+  for (int c = 0; c < s.channels; ++c) {
+    const double mean = sum[c] / pixels;
+    n.mean.push_back(static_cast<float>(mean));
+    n.std.push_back(static_cast<float>(std::sqrt(std::max(sq[c] / pixels - mean * mean, 1e-12))));
+  }
+  return n;
+}
+
+Crop draw_crop(uint64_t seed, int64_t epoch, int64_t index, int pad, bool augment) {
+  if (!augment) return {pad, pad, false};
+  const uint64_t z = splitmix64(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(epoch))) +
+                                static_cast<uint64_t>(index));
+  const uint64_t span = static_cast<uint64_t>(2 * pad + 1);
+  return {static_cast<int>(z % span), static_cast<int>((z >> 20) % span), ((z >> 40) & 1u) != 0};
+}
+
+ImageWriter::ImageWriter(const Split& split, const Normalization& norm, int pad, DType dtype,
+                         Layout layout)
+    : split_(split),
+      pad_(pad),
+      dtype_(dtype),
+      layout_(layout),
+      elements_(split.image_bytes()),
+      table_(static_cast<size_t>(split.channels)) {
+  RT_CHECK(pad >= 0, "ImageWriter: padding must be >= 0, got ", pad);
+  RT_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
+           "ImageWriter: images are written as f32, bf16 or f16, not ", dtype_name(dtype));
+  RT_CHECK(static_cast<int>(norm.mean.size()) == split.channels &&
+               static_cast<int>(norm.std.size()) == split.channels,
+           "ImageWriter: normalisation has ", norm.mean.size(), " channels, the data ",
+           split.channels);
+  for (int c = 0; c < split.channels; ++c)
+    for (int v = 0; v < 256; ++v) table_[c][v] = (v / 255.0f - norm.mean[c]) / norm.std[c];
+}
+
+template <class T, class Convert>
+void ImageWriter::write_as(int64_t index, Crop crop, T* out, Convert convert) const {
+  const int H = split_.height, W = split_.width, C = split_.channels;
+  const uint8_t* src = split_.image(index);
+  for (int y = 0; y < H; ++y) {
+    const int sy = y + crop.dy - pad_;
+    for (int x = 0; x < W; ++x) {
+      const int sx = (crop.flip ? W - 1 - x : x) + crop.dx - pad_;
+      const bool inside = sy >= 0 && sy < H && sx >= 0 && sx < W;
+      const int64_t at = inside ? (int64_t{sy} * W + sx) * C : 0;
+      for (int c = 0; c < C; ++c) {
+        const T v = convert(table_[c][inside ? src[at + c] : 0]);
+        if (layout_ == Layout::nchw) {
+          out[(int64_t{c} * H + y) * W + x] = v;
+        } else {
+          out[(int64_t{y} * W + x) * C + c] = v;
+        }
+      }
+    }
+  }
+}
+
+void ImageWriter::write(int64_t index, Crop crop, void* out) const {
+  RT_CHECK(index >= 0 && index < split_.count, "ImageWriter: sample ", index, " outside [0, ",
+           split_.count, ")");
+  if (dtype_ == DType::f32) {
+    write_as(index, crop, static_cast<float*>(out), [](float v) { return v; });
+  } else if (dtype_ == DType::bf16) {
+    write_as(index, crop, static_cast<uint16_t*>(out), float_to_bf16);
+  } else {
+    write_as(index, crop, static_cast<uint16_t*>(out), float_to_f16);
+  }
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,170 @@
+#include "ringtrain/data/loader.hpp"
+
+namespace ringtrain {
+
+Loader::Loader(const Split& split, const ImageWriter& writer, DistributedSampler sampler,
+               const LoaderConfig& config, Backend& backend)
+    : split_(split),
+      writer_(writer),
+      sampler_(std::move(sampler)),
+      config_(config),
+      backend_(backend) {
+  RT_CHECK(config.batch_size > 0, "loader: batch size must be positive, got ", config.batch_size);
+  RT_CHECK(config.workers >= 0, "loader: --workers must be >= 0, got ", config.workers);
+  RT_CHECK(config.prefetch_factor > 0, "loader: --prefetch-factor must be positive, got ",
+           config.prefetch_factor);
+  const int64_t n = sampler_.per_rank(), b = config.batch_size;
+  batches_ = config.drop_last ? n / b : (n + b - 1) / b;
+  RT_CHECK(batches_ > 0, "loader: batch size ", b, " is larger than the ", n,
+           " samples of this rank (drop-last)");
+  if (config.workers == 0) sync_slot_ = make_slot(backend);
+}
+
+Loader::~Loader() {
+  stop_workers();
+}
+
+Loader::Slot Loader::make_slot(Backend& backend) const {
+  const int b = config_.batch_size;
+  Slot s;
+  s.image_storage = Tensor::adopt(backend.host_buffer(b * writer_.image_bytes()),
+                                  {b, split_.channels, split_.height, split_.width},
+                                  writer_.dtype(), Device{}, writer_.layout());
+  s.label_storage = Tensor::adopt(backend.host_buffer(b * sizeof(int32_t)), {b}, DType::i32, {});
+  return s;
+}
+
+void Loader::assemble(const EpochPlan& plan, int64_t batch, Slot& slot) const {
+  const int64_t first = batch * config_.batch_size;
+  const int n = static_cast<int>(
+      std::min<int64_t>(config_.batch_size, static_cast<int64_t>(plan.order->size()) - first));
+  char* images = static_cast<char*>(slot.image_storage.raw());
+  int32_t* labels = slot.label_storage.data<int32_t>();
+  for (int i = 0; i < n; ++i) {
+    const int64_t sample = (*plan.order)[static_cast<size_t>(first + i)];
+    const Crop crop = draw_crop(config_.seed, plan.epoch, sample, config_.pad, config_.augment);
+    writer_.write(sample, crop, images + i * writer_.image_bytes());
+    labels[i] = split_.labels[static_cast<size_t>(sample)];
+  }
+  slot.batch.index = batch;
+  slot.batch.images =
+      slot.image_storage.slice(0, {n, split_.channels, split_.height, split_.width});
+  slot.batch.labels = slot.label_storage.slice(0, {n});
+}
+
+void Loader::start_epoch(int64_t epoch) {
+  // Workers that are mid-epoch, or not meant to persist, start afresh.
+  if (!config_.persistent_workers || next_batch_ < batches_) stop_workers();
+  sampler_.set_epoch(epoch);
+  {
+    std::lock_guard<std::mutex> lock(epoch_mutex_);
+    plan_ = {epoch, std::make_shared<const std::vector<int64_t>>(sampler_.indices())};
+    ++generation_;
+  }
+  next_batch_ = 0;
+  held_ = nullptr;
+  held_worker_ = nullptr;
+  if (config_.workers == 0) return;
+  if (workers_.empty()) {
+    start_workers();
+  } else {
+    epoch_changed_.notify_all();
+  }
+}
+
+void Loader::start_workers() {
+  for (int w = 0; w < config_.workers; ++w) {
+    auto worker = std::make_unique<Worker>();
+    for (int p = 0; p < config_.prefetch_factor; ++p) worker->ring.push_back(make_slot(backend_));
+    workers_.push_back(std::move(worker));
+  }
+  for (int w = 0; w < config_.workers; ++w)
+    workers_[w]->thread = std::thread([this, w] { run_worker(w); });
+}
+
+void Loader::stop_workers() {
+  if (workers_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(epoch_mutex_);
+    stopping_ = true;
+  }
+  epoch_changed_.notify_all();
+  for (auto& w : workers_) {
+    { std::lock_guard<std::mutex> lock(w->mutex); }
+    w->changed.notify_all();
+  }
+  for (auto& w : workers_) w->thread.join();
+  workers_.clear();
+  stopping_ = false;
+}
+
+// Worker w builds batches w, w + W, w + 2W, ... of each epoch, batch k into slot (k / W) % P.
+void Loader::run_worker(int w) {
+  Worker& me = *workers_[w];
+  const int W = config_.workers, P = config_.prefetch_factor;
+  int64_t seen = 0;
+  for (;;) {
+    EpochPlan plan;
+    {
+      std::unique_lock<std::mutex> lock(epoch_mutex_);
+      epoch_changed_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      plan = plan_;
+    }
+    for (int64_t k = w; k < batches_; k += W) {
+      Slot& slot = me.ring[static_cast<size_t>((k / W) % P)];
+      {
+        std::unique_lock<std::mutex> lock(me.mutex);
+        me.changed.wait(lock, [&] { return stopping_ || slot.filled == -1; });
+        if (stopping_) return;
+      }
+      // The slot is free: the consumer does not touch it until it is marked filled.
+      slot.error = nullptr;
+      try {
+        assemble(plan, k, slot);
+      } catch (...) {
+        slot.error = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(me.mutex);
+        slot.filled = k;
+      }
+      me.changed.notify_all();
+    }
+  }
+}
+
+const HostBatch* Loader::next() {
+  RT_CHECK(plan_.order, "loader: next() before start_epoch()");
+  if (held_worker_) {
+    {
+      std::lock_guard<std::mutex> lock(held_worker_->mutex);
+      held_->filled = -1;
+    }
+    held_worker_->changed.notify_all();
+    held_ = nullptr;
+    held_worker_ = nullptr;
+  }
+  if (next_batch_ >= batches_) {
+    if (!config_.persistent_workers) stop_workers();
+    return nullptr;
+  }
+  const int64_t k = next_batch_++;
+  if (config_.workers == 0) {
+    assemble(plan_, k, sync_slot_);
+    return &sync_slot_.batch;
+  }
+  Worker& worker = *workers_[static_cast<size_t>(k % config_.workers)];
+  Slot& slot = worker.ring[static_cast<size_t>((k / config_.workers) % config_.prefetch_factor)];
+  {
+    std::unique_lock<std::mutex> lock(worker.mutex);
+    worker.changed.wait(lock, [&] { return slot.filled == k; });
+  }
+  held_ = &slot;
+  held_worker_ = &worker;
+  if (slot.error) std::rethrow_exception(slot.error);
+  return &slot.batch;
+}
+
+}  // namespace ringtrain
