@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ringtrain/backend/devices.hpp"
+#include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/train/trainer.hpp"
@@ -154,6 +155,21 @@ int main(int argc, char** argv) {
   synth_cmd->add_option("--seed", synth.seed, "generator seed")->capture_default_str();
   synth_cmd->add_option("--gzip", gzip, "compression level 0-9")->check(CLI::Range(0, 9));
 
+  std::string convert_from = "cifar10-bin", convert_dir, convert_out;
+  int convert_gzip = 0;
+  CLI::App* convert_cmd = data_cmd->add_subcommand(
+      "convert", "convert the CIFAR-10 binary distribution (cifar-10-batches-bin/) to HDF5");
+  convert_cmd->add_option("--from", convert_from, "input format")
+      ->check(CLI::IsMember({"cifar10-bin"}))
+      ->capture_default_str();
+  convert_cmd->add_option("dir", convert_dir, "folder with data_batch_1..5.bin and test_batch.bin")
+      ->required();
+  convert_cmd->add_option("--out", convert_out, "HDF5 file to write")->required();
+  convert_cmd->add_option("--gzip", convert_gzip, "compression level 0-9")->check(CLI::Range(0, 9));
+  std::string inspect_path;
+  CLI::App* inspect_cmd = data_cmd->add_subcommand("inspect", "summarise an HDF5 dataset");
+  inspect_cmd->add_option("file", inspect_path, "HDF5 file")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -164,6 +180,13 @@ int main(int argc, char** argv) {
     if (*train_cmd) {
       choose_cpu_defaults(*train_cmd, train_config);
       train(train_config);
+    } else if (*convert_cmd) {
+      const Dataset d = read_cifar10_bin(convert_dir);
+      write_hdf5_dataset(convert_out, d, convert_gzip);
+      spdlog::info("wrote {}: {} train and {} test images", convert_out, d.train.count,
+                   d.test.count);
+    } else if (*inspect_cmd) {
+      std::fputs(inspect_dataset(read_hdf5_dataset(inspect_path), inspect_path).c_str(), stdout);
     } else if (*synth_cmd) {
       write_hdf5_dataset(synth_out, make_synthetic(synth), gzip);
       spdlog::info("wrote {}: {} train and {} test images {}x{}x{}, {} classes", synth_out,

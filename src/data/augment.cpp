@@ -1,5 +1,6 @@
 #include "ringtrain/data/augment.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ringtrain/core/half.hpp"
@@ -61,23 +62,35 @@ ImageWriter::ImageWriter(const Split& split, const Normalization& norm, int pad,
     for (int v = 0; v < 256; ++v) table_[c][v] = (v / 255.0f - norm.mean[c]) / norm.std[c];
 }
 
+// One output row of channel c at a time: the source columns of the valid range [lo, hi) are
+// one contiguous run (walked backwards when flipped), so the inner loop is a plain lookup.
 template <class T, class Convert>
 void ImageWriter::write_as(int64_t index, Crop crop, T* out, Convert convert) const {
   const int H = split_.height, W = split_.width, C = split_.channels;
   const uint8_t* src = split_.image(index);
-  for (int y = 0; y < H; ++y) {
-    const int sy = y + crop.dy - pad_;
-    for (int x = 0; x < W; ++x) {
-      const int sx = (crop.flip ? W - 1 - x : x) + crop.dx - pad_;
-      const bool inside = sy >= 0 && sy < H && sx >= 0 && sx < W;
-      const int64_t at = inside ? (int64_t{sy} * W + sx) * C : 0;
-      for (int c = 0; c < C; ++c) {
-        const T v = convert(table_[c][inside ? src[at + c] : 0]);
-        if (layout_ == Layout::nchw) {
-          out[(int64_t{c} * H + y) * W + x] = v;
-        } else {
-          out[(int64_t{y} * W + x) * C + c] = v;
-        }
+  // Output column x reads source column x + dx - pad (before the mirror).
+  const int shift = crop.dx - pad_;
+  const int lo = std::clamp(-shift, 0, W), hi = std::clamp(W - shift, lo, W);
+  const int64_t x_stride = layout_ == Layout::nchw ? 1 : C;
+  for (int c = 0; c < C; ++c) {
+    const std::array<float, 256>& table = table_[c];
+    const T pad_value = convert(table[0]);
+    for (int y = 0; y < H; ++y) {
+      T* row =
+          layout_ == Layout::nchw ? out + (int64_t{c} * H + y) * W : out + int64_t{y} * W * C + c;
+      const int sy = y + crop.dy - pad_;
+      if (sy < 0 || sy >= H) {
+        for (int x = 0; x < W; ++x) row[x * x_stride] = pad_value;
+        continue;
+      }
+      const uint8_t* line = src + int64_t{sy} * W * C + c;
+      for (int x = 0; x < lo; ++x) row[(crop.flip ? W - 1 - x : x) * x_stride] = pad_value;
+      for (int x = hi; x < W; ++x) row[(crop.flip ? W - 1 - x : x) * x_stride] = pad_value;
+      if (crop.flip) {
+        for (int x = lo; x < hi; ++x)
+          row[(W - 1 - x) * x_stride] = convert(table[line[(x + shift) * C]]);
+      } else {
+        for (int x = lo; x < hi; ++x) row[x * x_stride] = convert(table[line[(x + shift) * C]]);
       }
     }
   }

@@ -39,5 +39,13 @@ expect_error negative_batch "--batch-size" train --batch-size -4
 expect_error bad_depth "--depth" train --depth 42
 expect_error no_subcommand "subcommand" 
 
+# The converter refuses a truncated record and leaves no output file behind.
+mkdir -p "$dir/cifar"
+for i in 1 2 3 4 5; do head -c 3073 /dev/zero >"$dir/cifar/data_batch_$i.bin"; done
+head -c 3000 /dev/zero >"$dir/cifar/test_batch.bin"
+expect_error cifar_truncated "test_batch.bin: 3000 bytes is not a whole number" data convert "$dir/cifar" --out "$dir/out.h5"
+if ls "$dir"/out.h5* >/dev/null 2>&1; then echo "FAIL cifar_truncated: left $(ls "$dir"/out.h5*)"; failures=$((failures + 1)); fi
+expect_error inspect_missing "no such file" data inspect "$dir/absent.h5"
+
 echo "cli_errors: $failures failed"
 [ "$failures" -eq 0 ]
