@@ -42,6 +42,8 @@ void BatchNorm2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, 
   Tensor dw = params_->grad(weight_), db = params_->grad(bias_);
   backend.batch_norm_backward(x, dy, params_->param(weight_), params_->param(bias_), save_mean_,
                               save_invstd_, relu_, dx, dw, db);
+  params_->gradient_written(bias_);
+  params_->gradient_written(weight_);
 }
 
 }  // namespace ringtrain

@@ -57,6 +57,7 @@ void Conv2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tenso
   const ConvGeometry g = geometry(x.shape());
   Tensor dw = params_->grad(weight_);
   backend.conv_backward_filter(g, x, dy, dw);
+  params_->gradient_written(weight_);
   if (dx) backend.conv_backward_data(g, dy, params_->param(weight_), *dx);
 }
 

@@ -26,6 +26,8 @@ void Linear::forward(Backend& backend, const Tensor& x, Tensor& y) const {
 void Linear::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx) const {
   Tensor dw = params_->grad(weight_), db = params_->grad(bias_);
   backend.linear_backward(x, params_->param(weight_), dy, dx, dw, db);
+  params_->gradient_written(bias_);
+  params_->gradient_written(weight_);
 }
 
 }  // namespace ringtrain

@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,13 @@ class ParameterSet {
   Tensor& flat_buffers() { return buffers_; }
   int64_t param_count() const { return param_numel_; }
 
+  // Layers call gradient_written(id) once parameter id's gradient is final for this step; DDP
+  // listens to launch each bucket the moment its last gradient is written.
+  void gradient_written(int id) const {
+    if (listener_) listener_(id);
+  }
+  void set_gradient_listener(std::function<void(int)> listener) { listener_ = std::move(listener); }
+
   // Ranges of the flat buffer with their weight-decay flag; norm and bias parameters are
   // excluded when decay_norm_and_bias is false. Adjacent ranges with the same flag are merged.
   std::vector<DecayRun> decay_runs(bool decay_norm_and_bias) const;
@@ -47,6 +55,7 @@ class ParameterSet {
   std::vector<ParamInfo> param_infos_, buffer_infos_;
   int64_t param_numel_ = 0, buffer_numel_ = 0;
   Tensor params_, grads_, buffers_;
+  std::function<void(int)> listener_;
 };
 
 }  // namespace ringtrain

@@ -1,0 +1,53 @@
+#pragma once
+#include <vector>
+
+#include "ringtrain/dist/communicator.hpp"
+#include "ringtrain/nn/parameters.hpp"
+
+namespace ringtrain {
+
+struct DdpConfig {
+  double bucket_cap_mb = 25.0;
+  double first_bucket_mb = 1.0;  // small, as PyTorch's, so communication starts early
+  bool overlap = true;           // false: every bucket after backward (to measure overlap)
+};
+
+// DistributedDataParallel over a flat gradient buffer. Buckets are ranges of that buffer in
+// backward order (the last parameters first); each is all-reduced (averaged) the moment the
+// last of its gradients is written, while backward goes on; finish_gradients() waits for all.
+class DistributedDataParallel {
+ public:
+  struct Bucket {
+    int64_t offset = 0, size = 0;  // elements of the flat buffer
+    int params = 0, ready = 0;
+    bool launched = false, launched_during_backward = false;
+    CommHandle handle = 0;
+  };
+
+  DistributedDataParallel(ParameterSet& params, Communicator& comm, const DdpConfig& config);
+  ~DistributedDataParallel();
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  // Rank 0's parameters and buffers to every rank (at start).
+  void broadcast_state();
+  // Rank 0's batch-norm running statistics to every rank (before evaluation and checkpoints:
+  // ranks see different batches, so their running statistics drift apart).
+  void broadcast_buffers();
+  // After backward: launches what is not launched yet, waits for every bucket.
+  void finish_gradients();
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+ private:
+  void on_gradient(int id);
+  void launch(Bucket& b, bool during_backward);
+
+  ParameterSet& params_;
+  Communicator& comm_;
+  DdpConfig config_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_;  // parameter id -> bucket
+};
+
+}  // namespace ringtrain

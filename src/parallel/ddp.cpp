@@ -1,0 +1,66 @@
+#include "ringtrain/parallel/ddp.hpp"
+
+namespace ringtrain {
+
+DistributedDataParallel::DistributedDataParallel(ParameterSet& params, Communicator& comm,
+                                                 const DdpConfig& config)
+    : params_(params), comm_(comm), config_(config) {
+  RT_CHECK(config.bucket_cap_mb > 0 && config.first_bucket_mb > 0,
+           "ddp: bucket sizes must be positive, got ", config.bucket_cap_mb, " and ",
+           config.first_bucket_mb, " MB");
+  const auto& infos = params.param_infos();
+  const double element_bytes = static_cast<double>(dtype_size(params.flat_grads().dtype()));
+  bucket_of_.assign(infos.size(), -1);
+  // Backward writes the parameters in reverse registration order: fill buckets that way.
+  for (size_t i = infos.size(); i-- > 0;) {
+    const int64_t n = shape_numel(infos[i].shape);
+    const double cap = (buckets_.size() <= 1 ? config.first_bucket_mb : config.bucket_cap_mb) * 1e6;
+    if (buckets_.empty() || (buckets_.back().size + n) * element_bytes > cap)
+      buckets_.push_back(Bucket{});
+    Bucket& b = buckets_.back();
+    b.offset = infos[i].offset;
+    b.size += n;
+    ++b.params;
+    bucket_of_[i] = static_cast<int>(buckets_.size()) - 1;
+  }
+  params_.set_gradient_listener([this](int id) { on_gradient(id); });
+}
+
+DistributedDataParallel::~DistributedDataParallel() { params_.set_gradient_listener(nullptr); }
+
+void DistributedDataParallel::broadcast_state() {
+  comm_.broadcast(params_.flat_params(), 0);
+  broadcast_buffers();
+}
+
+void DistributedDataParallel::broadcast_buffers() {
+  if (params_.flat_buffers().numel() > 0) comm_.broadcast(params_.flat_buffers(), 0);
+}
+
+void DistributedDataParallel::launch(Bucket& b, bool during_backward) {
+  b.handle = comm_.all_reduce_async(params_.flat_grads(), b.offset, b.size, ReduceOp::average);
+  b.launched = true;
+  b.launched_during_backward = during_backward;
+}
+
+void DistributedDataParallel::on_gradient(int id) {
+  Bucket& b = buckets_.at(static_cast<size_t>(bucket_of_.at(static_cast<size_t>(id))));
+  RT_CHECK(b.ready < b.params, "ddp: gradient of parameter ", id, " written twice in one step");
+  if (++b.ready == b.params && config_.overlap) launch(b, true);
+  comm_.progress();
+}
+
+void DistributedDataParallel::finish_gradients() {
+  for (Bucket& b : buckets_) {
+    RT_CHECK(b.ready == b.params, "ddp: bucket at offset ", b.offset, " has ", b.ready, " of ",
+             b.params, " gradients after backward");
+    if (!b.launched) launch(b, false);
+  }
+  for (Bucket& b : buckets_) {
+    comm_.wait(b.handle);
+    b.ready = 0;
+    b.launched = false;
+  }
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,127 @@
+// DDP against one process: a model whose samples are independent (conv, global average pool,
+// linear; no batch norm), trained for three steps on each rank's own batch, must end with the
+// parameters of one process trained on all ranks' batches concatenated.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/dist/mpi_communicator.hpp"
+#include "ringtrain/dist/world.hpp"
+#include "ringtrain/nn/conv2d.hpp"
+#include "ringtrain/nn/linear.hpp"
+#include "ringtrain/optim/sgd.hpp"
+#include "ringtrain/parallel/ddp.hpp"
+
+namespace ringtrain {
+namespace {
+
+constexpr int kPerRank = 3, kClasses = 4;
+
+struct TinyNet {
+  ParameterSet params;
+  Conv2d conv;
+  Linear fc;
+  Tensor features, pooled, dpooled, dfeatures, logits, dlogits;
+
+  TinyNet(Backend& backend, uint64_t seed)
+      : conv(params, "conv", 3, 8, 3, 2, 1), fc(params, "fc", 8, kClasses) {
+    params.allocate(backend, DType::f32);
+    std::mt19937_64 rng(seed);
+    conv.init(backend, rng);
+    fc.init(backend, rng);
+  }
+
+  // One step of forward, loss and backward; returns the loss.
+  double step(Backend& backend, const Tensor& x, const Tensor& labels) {
+    const int n = static_cast<int>(x.dim(0));
+    features = Tensor::zeros(conv.output_shape(x.shape()), DType::f32);
+    pooled = Tensor::zeros({n, 8}, DType::f32);
+    dpooled = Tensor::zeros({n, 8}, DType::f32);
+    dfeatures = Tensor::zeros(features.shape(), DType::f32);
+    logits = Tensor::zeros({n, kClasses}, DType::f32);
+    dlogits = Tensor::zeros({n, kClasses}, DType::f32);
+    conv.forward(backend, x, features);
+    backend.global_avg_pool_forward(features, pooled);
+    fc.forward(backend, pooled, logits);
+    const double loss = backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits);
+    fc.backward(backend, pooled, dlogits, &dpooled);
+    backend.global_avg_pool_backward(dpooled, dfeatures);
+    conv.backward(backend, x, dfeatures, nullptr);
+    return loss;
+  }
+};
+
+// Rank r's batch at step s; the reference concatenates all ranks' batches.
+void fill_batch(int rank, int step, Tensor& x, Tensor& labels, int64_t row) {
+  std::mt19937_64 rng(static_cast<uint64_t>(100 * step + rank));
+  std::normal_distribution<float> dist;
+  const int64_t image = 3 * 6 * 6;
+  for (int i = 0; i < kPerRank; ++i) {
+    for (int64_t j = 0; j < image; ++j) x.data<float>()[(row + i) * image + j] = dist(rng);
+    labels.data<int>()[row + i] = static_cast<int>(rng() % kClasses);
+  }
+}
+
+TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
+  World& world = World::get();
+  MpiCommunicator comm(world.comm());
+  CpuBackend backend(1);
+  SgdConfig sc;
+  sc.weight_decay = 1e-3f;
+
+  // Rank 0 starts from other weights: broadcast_state must replace everyone's with rank 0's.
+  TinyNet net(backend, comm.rank() == 0 ? 5 : 99);
+  DdpConfig dc;
+  dc.bucket_cap_mb = dc.first_bucket_mb = 0.0005;  // 500 bytes: fc, then conv, in two buckets
+  DistributedDataParallel ddp(net.params, comm, dc);
+  ASSERT_EQ(ddp.buckets().size(), 2u);
+  ddp.broadcast_state();
+  Sgd sgd(net.params, backend, sc);
+
+  TinyNet ref(backend, 5);
+  ref.params.set_gradient_listener(nullptr);
+  Sgd ref_sgd(ref.params, backend, sc);
+
+  for (int step = 0; step < 3; ++step) {
+    Tensor x = Tensor::zeros({kPerRank, 3, 6, 6}, DType::f32);
+    Tensor labels = Tensor::zeros({kPerRank}, DType::i32);
+    fill_batch(comm.rank(), step, x, labels, 0);
+    net.step(backend, x, labels);
+    ddp.finish_gradients();
+    sgd.step(0.1f);
+
+    const int all = kPerRank * comm.size();
+    Tensor X = Tensor::zeros({all, 3, 6, 6}, DType::f32);
+    Tensor L = Tensor::zeros({all}, DType::i32);
+    for (int r = 0; r < comm.size(); ++r) fill_batch(r, step, X, L, int64_t{r} * kPerRank);
+    ref.step(backend, X, L);
+    ref_sgd.step(0.1f);
+  }
+  // The fc bucket was all-reduced while the conv's backward had not run yet.
+  EXPECT_TRUE(ddp.buckets()[0].launched_during_backward);
+  const float* a = net.params.flat_params().data<float>();
+  const float* b = ref.params.flat_params().data<float>();
+  for (int64_t i = 0; i < net.params.param_count(); ++i)
+    ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::abs(b[i]))) << "parameter element " << i;
+}
+
+TEST(Ddp, WithoutOverlapEveryBucketWaitsForTheEndOfBackward) {
+  World& world = World::get();
+  MpiCommunicator comm(world.comm());
+  CpuBackend backend(1);
+  TinyNet net(backend, 5);
+  DdpConfig dc;
+  dc.overlap = false;
+  DistributedDataParallel ddp(net.params, comm, dc);
+  ASSERT_EQ(ddp.buckets().size(), 1u);  // 25 MB holds the whole tiny model
+  Tensor x = Tensor::zeros({kPerRank, 3, 6, 6}, DType::f32);
+  Tensor labels = Tensor::zeros({kPerRank}, DType::i32);
+  fill_batch(comm.rank(), 0, x, labels, 0);
+  net.step(backend, x, labels);
+  ddp.finish_gradients();
+  EXPECT_FALSE(ddp.buckets()[0].launched_during_backward);
+}
+
+}  // namespace
+}  // namespace ringtrain
