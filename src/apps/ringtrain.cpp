@@ -11,6 +11,7 @@
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/dist/world.hpp"
 #include "ringtrain/train/trainer.hpp"
 
 namespace {
@@ -87,6 +88,15 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->capture_default_str();
   cmd.add_flag("--persistent-workers", c.persistent_workers, "keep loader threads across epochs");
   cmd.add_flag("!--no-augment", c.augment, "no random crop and flip");
+  cmd.add_option("--global-batch-size", c.global_batch_size,
+                 "images per step over all ranks (instead of --batch-size)")
+      ->check(kPositive);
+  cmd.add_option("--bucket-cap-mb", c.bucket_cap_mb, "DDP gradient bucket size in MB")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd.add_flag("!--no-overlap", c.overlap, "DDP: all-reduce only after the whole backward pass");
+  cmd.add_option("--debug-fail-rank", c.debug_fail_rank, "tests: make this rank fail")->group("");
+  cmd.add_option("--debug-fail-step", c.debug_fail_step, "tests: the step it fails at")->group("");
   cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")->capture_default_str();
   cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")->check(kNonNegative);
   cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
@@ -105,8 +115,8 @@ void choose_cpu_defaults(const CLI::App& cmd, TrainConfig& c) {
                 " CUDA device(s) visible, but the CUDA backend is not implemented yet"
           : devices.why_none;
   spdlog::info("training on the CPU backend: {}", why);
-  for (const char* flag :
-       {"--model", "--depth", "--width", "--batch-size", "--epochs", "--steps", "--lr"})
+  for (const char* flag : {"--model", "--depth", "--width", "--batch-size", "--global-batch-size",
+                           "--epochs", "--steps", "--lr"})
     if (cmd.count(flag) > 0) return;
   apply_cpu_quick_config(c);
   spdlog::info(
@@ -178,8 +188,16 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] %v");
   try {
     if (*train_cmd) {
-      choose_cpu_defaults(*train_cmd, train_config);
-      train(train_config);
+      World& world = World::get();
+      if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
+      try {
+        choose_cpu_defaults(*train_cmd, train_config);
+        train(train_config);
+      } catch (const std::exception& e) {
+        // One rank failing must end the whole job, never leave the others in a collective.
+        if (world.size() > 1) world.abort(e.what());
+        throw;
+      }
     } else if (*convert_cmd) {
       const Dataset d = read_cifar10_bin(convert_dir);
       write_hdf5_dataset(convert_out, d, convert_gzip);

@@ -26,7 +26,9 @@ DistributedDataParallel::DistributedDataParallel(ParameterSet& params, Communica
   params_.set_gradient_listener([this](int id) { on_gradient(id); });
 }
 
-DistributedDataParallel::~DistributedDataParallel() { params_.set_gradient_listener(nullptr); }
+DistributedDataParallel::~DistributedDataParallel() {
+  params_.set_gradient_listener(nullptr);
+}
 
 void DistributedDataParallel::broadcast_state() {
   comm_.broadcast(params_.flat_params(), 0);

@@ -7,14 +7,18 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/dist/mpi_communicator.hpp"
+#include "ringtrain/dist/world.hpp"
 #include "ringtrain/optim/lr_schedule.hpp"
 #include "ringtrain/optim/sgd.hpp"
+#include "ringtrain/parallel/ddp.hpp"
 
 namespace ringtrain {
 namespace {
@@ -25,36 +29,47 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-Dataset load_data(const TrainConfig& c) {
+// Rank 0 writes the synthetic file when it is missing; everyone reads it after a barrier.
+Dataset load_data(const TrainConfig& c, Communicator& comm) {
   if (!c.data.empty()) return read_hdf5_dataset(c.data);
-  if (!std::filesystem::exists(c.synth_path)) {
+  if (comm.rank() == 0 && !std::filesystem::exists(c.synth_path)) {
     spdlog::info("no --data given: writing the synthetic dataset {}", c.synth_path);
     const auto dir = std::filesystem::path(c.synth_path).parent_path();
     if (!dir.empty()) std::filesystem::create_directories(dir);
     write_hdf5_dataset(c.synth_path, make_synthetic(SynthConfig{}));
   }
+  comm.barrier();
   spdlog::info("no --data given: using the synthetic dataset {}", c.synth_path);
   return read_hdf5_dataset(c.synth_path);
 }
 
-struct Evaluation {
-  double loss = 0, accuracy = 0;
+// --global-batch-size is split evenly over the ranks; --batch-size is per rank.
+TrainConfig per_rank_config(TrainConfig c, int world_size) {
+  if (c.global_batch_size > 0) {
+    RT_CHECK(c.global_batch_size % world_size == 0, "config: --global-batch-size ",
+             c.global_batch_size, " does not divide evenly over ", world_size, " ranks");
+    c.batch_size = c.global_batch_size / world_size;
+  }
+  c.validate();
+  return c;
+}
+
+// Sums over this rank's share of the test split; reduced over the ranks by the caller.
+struct EvalSums {
+  double loss = 0, correct = 0, count = 0;
 };
 
-// Every test sample exactly once (uneven shards, last partial batch kept), no augmentation.
-Evaluation evaluate(ResNet& model, Backend& backend, DevicePrefetcher& batches, int64_t count) {
-  double loss_sum = 0;
-  int64_t correct = 0, seen = 0;
+EvalSums evaluate(ResNet& model, Backend& backend, DevicePrefetcher& batches) {
+  EvalSums s;
   batches.start_epoch(0);
   while (const DeviceBatch* b = batches.next()) {
     const int64_t n = b->images.dim(0);
     const Tensor& logits = model.forward(b->images, false);
-    loss_sum += backend.softmax_cross_entropy(logits, b->labels, 0.0f, nullptr) * n;
-    correct += backend.count_correct(logits, b->labels);
-    seen += n;
+    s.loss += backend.softmax_cross_entropy(logits, b->labels, 0.0f, nullptr) * n;
+    s.correct += static_cast<double>(backend.count_correct(logits, b->labels));
+    s.count += static_cast<double>(n);
   }
-  RT_CHECK(seen == count, "evaluate: saw ", seen, " test samples, expected ", count);
-  return {loss_sum / count, static_cast<double>(correct) / count};
+  return s;
 }
 
 LoaderConfig loader_config(const TrainConfig& c, bool training) {
@@ -68,6 +83,27 @@ LoaderConfig loader_config(const TrainConfig& c, bool training) {
   l.drop_last = training;
   l.seed = c.seed;
   return l;
+}
+
+LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
+  LrSchedule s;
+  s.kind = c.schedule;
+  s.base_lr = c.lr;
+  s.total_steps = total_steps;
+  s.warmup_steps = c.warmup_steps;
+  s.step_size = std::max<int64_t>(1, total_steps / 3);
+  s.validate();
+  return s;
+}
+
+std::ofstream open_metrics(const std::string& path) {
+  std::ofstream out;
+  if (path.empty()) return out;
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir);
+  out.open(path);
+  RT_CHECK(out.good(), "train: cannot write metrics to ", path);
+  return out;
 }
 
 std::string format_duration(double s) {
@@ -91,31 +127,36 @@ void write_metrics(std::ofstream& out, const EpochMetrics& m) {
 
 }  // namespace
 
-TrainResult train(const TrainConfig& config) {
-  config.validate();
-  const Dataset data = load_data(config);
+TrainResult train(const TrainConfig& requested) {
+  World& world = World::get();
+  MpiCommunicator comm(world.comm());
+  if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
+  const TrainConfig config = per_rank_config(requested, world.size());
+  const Dataset data = load_data(config, comm);
   ResNetConfig mc = config.model;
   mc.in_channels = data.train.channels;
   mc.classes = data.classes();
 
   CpuBackend backend(config.threads);
   ResNet model(mc, backend, DType::f32, config.seed);
+  std::optional<DistributedDataParallel> ddp;
+  if (world.size() > 1) {
+    ddp.emplace(model.parameters(), comm, DdpConfig{config.bucket_cap_mb, 1.0, config.overlap});
+    ddp->broadcast_state();
+  }
   Sgd sgd(
       model.parameters(), backend,
       SgdConfig{config.momentum, config.weight_decay, config.nesterov, config.decay_norm_and_bias});
-  DistributedSampler sampler(data.train.count, 1, 0, true, ShardTail::drop, config.seed);
+  DistributedSampler sampler(data.train.count, world.size(), world.rank(), true, ShardTail::drop,
+                             config.seed);
   const int64_t steps_per_epoch = sampler.per_rank() / config.batch_size;
-  RT_CHECK(steps_per_epoch > 0, "train: --batch-size ", config.batch_size, " is larger than the ",
-           data.train.count, " training images");
+  RT_CHECK(steps_per_epoch > 0, "train: batch size ", config.batch_size,
+           " per rank is larger than the ", sampler.per_rank(), " training images of each of the ",
+           world.size(), " ranks");
   const int64_t total_steps = config.steps > 0 ? config.steps : config.epochs * steps_per_epoch;
   const int64_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
-  LrSchedule schedule;
-  schedule.kind = config.schedule;
-  schedule.base_lr = config.lr;
-  schedule.total_steps = total_steps;
-  schedule.warmup_steps = config.warmup_steps;
-  schedule.step_size = std::max<int64_t>(1, total_steps / 3);
-  schedule.validate();
+  const LrSchedule schedule = make_schedule(config, total_steps);
+  const int64_t global_batch = int64_t{config.batch_size} * world.size();
 
   TrainResult result;
   result.parameters = model.parameter_count();
@@ -123,25 +164,22 @@ TrainResult train(const TrainConfig& config) {
   spdlog::info("model resnet{} ({} stem, width {}): {} parameters, {:.3f} GMAC per image", mc.depth,
                mc.stem, mc.width, result.parameters, result.macs_per_image * 1e-9);
   spdlog::info(
-      "data: {} train / {} test images {}x{}x{}, {} classes; {} steps of batch {} on {} "
-      "with {} threads",
+      "data: {} train / {} test images {}x{}x{}, {} classes; {} steps of batch {} ({} per rank x "
+      "{} "
+      "ranks) on {} with {} threads per rank",
       data.train.count, data.test.count, data.train.height, data.train.width, data.train.channels,
-      mc.classes, total_steps, config.batch_size, backend.name(), backend.threads());
+      mc.classes, total_steps, global_batch, config.batch_size, world.size(), backend.name(),
+      backend.threads());
 
-  std::ofstream metrics;
-  if (!config.metrics_path.empty()) {
-    const auto dir = std::filesystem::path(config.metrics_path).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir);
-    metrics.open(config.metrics_path);
-    RT_CHECK(metrics.good(), "train: cannot write metrics to ", config.metrics_path);
-  }
+  std::ofstream metrics = world.is_root() ? open_metrics(config.metrics_path) : std::ofstream();
   const Normalization norm = channel_statistics(data.train);
   const ImageWriter train_writer(data.train, norm, 4, backend.compute_dtype(), backend.layout());
   const ImageWriter test_writer(data.test, norm, 4, backend.compute_dtype(), backend.layout());
   Loader train_loader(data.train, train_writer, sampler, loader_config(config, true), backend);
-  Loader test_loader(data.test, test_writer,
-                     DistributedSampler(data.test.count, 1, 0, false, ShardTail::uneven, 0),
-                     loader_config(config, false), backend);
+  Loader test_loader(
+      data.test, test_writer,
+      DistributedSampler(data.test.count, world.size(), world.rank(), false, ShardTail::uneven, 0),
+      loader_config(config, false), backend);
   DevicePrefetcher train_batches(train_loader, backend), test_batches(test_loader, backend);
   Tensor dlogits = backend.zeros({config.batch_size, mc.classes}, backend.compute_dtype());
   int64_t step = 0;
@@ -150,45 +188,55 @@ TrainResult train(const TrainConfig& config) {
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     train_batches.start_epoch(epoch);
     const auto epoch_start = Clock::now();
-    double loss_sum = 0;
-    int64_t correct = 0, seen = 0;
+    double sums[3] = {0, 0, 0};  // loss over steps, correct, images: reduced over ranks below
+    int64_t steps_this_epoch = 0;
     double lr = 0;
     for (int64_t b = 0; b < steps_per_epoch && step < total_steps; ++b, ++step) {
       const DeviceBatch* batch = train_batches.next();
       RT_CHECK(batch, "train: loader ended the epoch after ", b, " of ", steps_per_epoch,
                " batches");
+      RT_CHECK(!(world.rank() == config.debug_fail_rank && step == config.debug_fail_step),
+               "train: failure injected by --debug-fail-rank at step ", step);
       lr = schedule.at(step);
       const Tensor& logits = model.forward(batch->images, true);
       const double loss =
           backend.softmax_cross_entropy(logits, batch->labels, config.label_smoothing, &dlogits);
       RT_CHECK(std::isfinite(loss), "train: loss is ", loss, " at step ", step, " (learning rate ",
                lr, " too high?)");
-      correct += backend.count_correct(logits, batch->labels);
+      sums[1] += static_cast<double>(backend.count_correct(logits, batch->labels));
       model.backward(dlogits);
+      if (ddp) ddp->finish_gradients();
       sgd.step(static_cast<float>(lr));
       result.step_losses.push_back(loss);
-      loss_sum += loss;
-      seen += config.batch_size;
+      sums[0] += loss;
+      sums[2] += config.batch_size;
+      ++steps_this_epoch;
       if (seconds_since(last_log) >= config.log_interval_s || step + 1 == total_steps) {
         last_log = Clock::now();
         const double elapsed = seconds_since(start);
-        const double rate = (step + 1) * double(config.batch_size) / elapsed;
+        const double rate = (step + 1) * double(global_batch) / elapsed;
         spdlog::info("epoch {}/{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s ETA {}", epoch + 1,
                      epochs, step + 1, total_steps, loss, lr, rate,
                      format_duration(elapsed / (step + 1) * (total_steps - step - 1)));
       }
     }
+    comm.all_reduce_host(sums, 3, ReduceOp::sum);
     EpochMetrics m;
     m.epoch = epoch + 1;
     m.step = step;
     m.lr = lr;
-    m.train_loss = loss_sum / std::max<int64_t>(1, seen / config.batch_size);
-    m.train_accuracy = static_cast<double>(correct) / std::max<int64_t>(1, seen);
+    m.train_loss = sums[0] / world.size() / std::max<int64_t>(1, steps_this_epoch);
+    m.train_accuracy = sums[1] / std::max(1.0, sums[2]);
     m.epoch_time_s = seconds_since(epoch_start);
-    m.images_per_s = seen / m.epoch_time_s;
-    const Evaluation ev = evaluate(model, backend, test_batches, data.test.count);
-    m.test_loss = ev.loss;
-    m.test_accuracy = ev.accuracy;
+    m.images_per_s = sums[2] / m.epoch_time_s;
+    // Ranks saw different batches, so their BN running statistics differ: evaluate rank 0's.
+    if (ddp) ddp->broadcast_buffers();
+    EvalSums ev = evaluate(model, backend, test_batches);
+    comm.all_reduce_host(&ev.loss, 3, ReduceOp::sum);
+    RT_CHECK(ev.count == data.test.count, "evaluate: ranks saw ", ev.count,
+             " test samples, expected ", data.test.count);
+    m.test_loss = ev.loss / ev.count;
+    m.test_accuracy = ev.correct / ev.count;
     spdlog::info(
         "epoch {} done: train loss {:.4f} acc {:.2f}%, test loss {:.4f} acc {:.2f}%, "
         "{:.1f} img/s",
@@ -200,7 +248,7 @@ TrainResult train(const TrainConfig& config) {
   double train_time = 0;
   for (const auto& m : result.epochs) train_time += m.epoch_time_s;
   result.train_time_s = train_time;
-  result.images_per_s = static_cast<double>(step) * config.batch_size / train_time;
+  result.images_per_s = static_cast<double>(step) * global_batch / train_time;
   // One training step costs three forward passes; a multiply-accumulate is two FLOPs.
   result.achieved_gflops = result.images_per_s * 6.0 * result.macs_per_image * 1e-9;
   spdlog::info(
