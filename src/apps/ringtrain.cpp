@@ -95,6 +95,12 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->check(kPositive)
       ->capture_default_str();
   cmd.add_flag("!--no-overlap", c.overlap, "DDP: all-reduce only after the whole backward pass");
+  cmd.add_option("--comm-timeout", c.comm_timeout_s,
+                 "seconds after which a collective that has not completed ends the job")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd.add_flag("--debug-collectives", c.debug_collectives,
+               "check that every rank issues the same collectives; report the first mismatch");
   cmd.add_option("--debug-fail-rank", c.debug_fail_rank, "tests: make this rank fail")->group("");
   cmd.add_option("--debug-fail-step", c.debug_fail_step, "tests: the step it fails at")->group("");
   cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")->capture_default_str();

@@ -14,6 +14,7 @@ void TrainConfig::validate() const {
   RT_CHECK(prefetch_factor > 0, "config: --prefetch-factor must be positive, got ",
            prefetch_factor);
   RT_CHECK(bucket_cap_mb > 0, "config: --bucket-cap-mb must be positive, got ", bucket_cap_mb);
+  RT_CHECK(comm_timeout_s > 0, "config: --comm-timeout must be positive, got ", comm_timeout_s);
   RT_CHECK(threads >= 0, "config: --threads must be >= 0, got ", threads);
   resnet_layout(model.depth);
 }

@@ -129,7 +129,8 @@ void write_metrics(std::ofstream& out, const EpochMetrics& m) {
 
 TrainResult train(const TrainConfig& requested) {
   World& world = World::get();
-  MpiCommunicator comm(world.comm());
+  MpiCommunicator comm(world.comm(),
+                       CommOptions{requested.comm_timeout_s, requested.debug_collectives});
   if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
   const TrainConfig config = per_rank_config(requested, world.size());
   const Dataset data = load_data(config, comm);

@@ -3,8 +3,11 @@
 // completes an all-reduce before its wait.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 
+#include "ringtrain/core/error.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
 
@@ -80,6 +83,48 @@ TEST(MpiCommunicator, ProgressCompletesBeforeWait) {
   for (int i = 0; i < 100000 && comm.completed_before_wait() == 0; ++i) comm.progress();
   EXPECT_EQ(comm.completed_before_wait(), 1);
   comm.wait(h);
+}
+
+TEST(MpiCommunicator, ALostPeerTimesOutInsteadOfHanging) {
+  World& world = World::get();
+  CommOptions o;
+  o.timeout_s = 0.5;
+  MpiCommunicator comm(world.comm(), o);
+  if (comm.rank() == 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      comm.barrier();  // rank 1 arrives only after 3 s
+      FAIL() << "barrier completed without rank 1";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("barrier did not complete within 0.5 s on rank 0"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.5);
+  } else {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+  }
+  // Everyone meets again (rank 0's abandoned barrier is matched by the others' late one).
+  if (comm.rank() != 0) comm.barrier();
+  MPI_Barrier(world.comm());
+}
+
+TEST(MpiCommunicator, MismatchedCollectivesAreReported) {
+  World& world = World::get();
+  CommOptions o;
+  o.check_collectives = true;
+  MpiCommunicator comm(world.comm(), o);
+  Tensor t = Tensor::zeros({16}, DType::f32);
+  comm.wait(comm.all_reduce_async(t, 0, 16, ReduceOp::sum));  // agreeing: fine
+  try {
+    comm.all_reduce_async(t, 0, 10 + comm.rank(), ReduceOp::sum);
+    FAIL() << "mismatch not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("collective mismatch at collective #1"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("disagree on the count (from 10 to "), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(World, LocalRanksCoverTheNode) {

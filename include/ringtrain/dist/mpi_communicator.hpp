@@ -7,10 +7,19 @@
 
 namespace ringtrain {
 
-// The CPU backend's communicator: MPI_Iallreduce on host buffers.
+struct CommOptions {
+  // A collective that has not completed after this long ends the job instead of hanging it.
+  double timeout_s = 600;
+  // Before each collective, check that every rank issues the same one (sequence number, kind,
+  // element count, dtype) and report the first mismatch. Costs two small all-reduces each.
+  bool check_collectives = false;
+};
+
+// The CPU backend's communicator: non-blocking MPI collectives on host buffers, completed by
+// polling so that a lost peer becomes an error after CommOptions::timeout_s.
 class MpiCommunicator final : public Communicator {
  public:
-  explicit MpiCommunicator(MPI_Comm comm);
+  explicit MpiCommunicator(MPI_Comm comm, const CommOptions& options = {});
   ~MpiCommunicator() override;
 
   int rank() const override { return rank_; }
@@ -36,7 +45,13 @@ class MpiCommunicator final : public Communicator {
     bool done = false;
   };
 
+  // Polls until the request completes; throws naming `what` after the timeout.
+  void complete(MPI_Request& request, const std::string& what);
+  void check_same_collective(int kind, int64_t count, int dtype);
+
   MPI_Comm comm_;
+  CommOptions options_;
+  int64_t sequence_ = 0;
   int rank_ = 0, size_ = 1;
   CommHandle next_handle_ = 0;
   std::map<CommHandle, Pending> pending_;

@@ -11,12 +11,14 @@ struct TrainConfig {
   std::string data;                              // HDF5 file; empty: the synthetic dataset below
   std::string synth_path = "data/synthetic.h5";  // written once when no data is given
   int64_t epochs = 1;
-  int64_t steps = 0;            // > 0: stop after this many steps
-  int batch_size = 256;         // per process
-  int global_batch_size = 0;    // > 0: split evenly over the ranks instead
-  double bucket_cap_mb = 25.0;  // DDP gradient bucket size
-  bool overlap = true;          // DDP: all-reduce buckets during backward
-  int debug_fail_rank = -1;     // tests only: this rank throws at debug_fail_step
+  int64_t steps = 0;               // > 0: stop after this many steps
+  int batch_size = 256;            // per process
+  int global_batch_size = 0;       // > 0: split evenly over the ranks instead
+  double bucket_cap_mb = 25.0;     // DDP gradient bucket size
+  bool overlap = true;             // DDP: all-reduce buckets during backward
+  double comm_timeout_s = 600;     // a collective slower than this ends the job
+  bool debug_collectives = false;  // check that all ranks issue the same collectives
+  int debug_fail_rank = -1;        // tests only: this rank throws at debug_fail_step
   int64_t debug_fail_step = 0;
   int eval_batch_size = 256;
   double lr = 0.1;
