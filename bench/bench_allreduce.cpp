@@ -1,0 +1,42 @@
+// All-reduce bandwidth of the MPI communicator across message sizes, with nccl-tests'
+// definitions: algbw = bytes / time, busbw = algbw * 2(n-1)/n. Run under mpirun:
+//   mpirun -np 2 build/bench/bench_allreduce
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "ringtrain/dist/mpi_communicator.hpp"
+#include "ringtrain/dist/world.hpp"
+
+using namespace ringtrain;
+
+int main() {
+  World& world = World::get();
+  MpiCommunicator comm(world.comm());
+  const int n = comm.size();
+  if (world.is_root())
+    std::printf("%d ranks\n%12s %10s %12s %12s\n", n, "bytes", "time us", "algbw GB/s",
+                "busbw GB/s");
+  for (int64_t bytes = 4096; bytes <= (int64_t{1} << 27); bytes *= 4) {
+    Tensor t = Tensor::zeros({bytes / 4}, DType::f32);
+    const int reps = bytes < (1 << 22) ? 50 : 5;
+    std::vector<double> times;
+    for (int r = 0; r < reps + 2; ++r) {
+      comm.barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      comm.wait(comm.all_reduce_async(t, 0, t.numel(), ReduceOp::sum));
+      const double dt =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r >= 2) times.push_back(dt);
+    }
+    std::sort(times.begin(), times.end());
+    double med = times[times.size() / 2];
+    comm.all_reduce_host(&med, 1, ReduceOp::average);
+    const double algbw = bytes / med * 1e-9;
+    if (world.is_root())
+      std::printf("%12lld %10.1f %12.3f %12.3f\n", static_cast<long long>(bytes), med * 1e6, algbw,
+                  algbw * 2.0 * (n - 1) / n);
+  }
+  return 0;
+}
