@@ -8,6 +8,7 @@
 
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
+#include "timing.hpp"
 
 using namespace ringtrain;
 
@@ -30,8 +31,7 @@ int main() {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (r >= 2) times.push_back(dt);
     }
-    std::sort(times.begin(), times.end());
-    double med = times[times.size() / 2];
+    double med = bench::median(times);
     comm.all_reduce_host(&med, 1, ReduceOp::average);
     const double algbw = bytes / med * 1e-9;
     if (world.is_root())

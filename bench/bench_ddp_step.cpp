@@ -14,22 +14,13 @@
 #include "ringtrain/nn/resnet.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/ddp.hpp"
+#include "timing.hpp"
 
 using namespace ringtrain;
-using Clock = std::chrono::steady_clock;
 
-namespace {
-
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
+using bench::Clock;
+using bench::median;
+using bench::seconds_since;
 
 int main(int argc, char** argv) {
   World& world = World::get();
@@ -67,10 +58,10 @@ int main(int argc, char** argv) {
       model.backward(dlogits);
       const auto t1 = Clock::now();
       ddp.finish_gradients();
-      const double exposed = since(t1);
+      const double exposed = seconds_since(t1);
       sgd.step(0.01f);
       if (s > 0) {
-        step_s.push_back(since(t0));
+        step_s.push_back(seconds_since(t0));
         exposed_s.push_back(exposed);
       }
     }

@@ -13,22 +13,13 @@
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "timing.hpp"
 
 using namespace ringtrain;
-using Clock = std::chrono::steady_clock;
 
-namespace {
-
-double seconds(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
+using bench::Clock;
+using bench::median;
+using bench::seconds_since;
 
 int main(int argc, char** argv) {
   int64_t images = 20000;
@@ -53,7 +44,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 3; ++i) {
     const auto t0 = Clock::now();
     data = read_hdf5_dataset(path);
-    loads.push_back(seconds(t0));
+    loads.push_back(seconds_since(t0));
   }
   std::printf("in-memory load of %lld images (%.1f MB): median %.3f s\n",
               static_cast<long long>(images), data.train.images.size() / 1e6, median(loads));
@@ -73,7 +64,7 @@ int main(int argc, char** argv) {
         std::memcpy(dst.data(), src.data(), bytes);
         src[static_cast<size_t>(b) % bytes] = dst[bytes - 1];  // keep the copies observable
       }
-      t.push_back(seconds(t0));
+      t.push_back(seconds_since(t0));
     }
     std::printf("memcpy of the output bytes:           %10.0f img/s\n",
                 (images / batch) * batch / median(t));
@@ -92,7 +83,7 @@ int main(int argc, char** argv) {
       loader.start_epoch(e);
       n = 0;
       while (const HostBatch* b = loader.next()) n += b->images.dim(0);
-      if (e > 0) t.push_back(seconds(t0));  // epoch 0 starts the threads
+      if (e > 0) t.push_back(seconds_since(t0));  // epoch 0 starts the threads
     }
     std::printf("loader, %d worker(s), augment, f32 NCHW: %10.0f img/s\n", workers, n / median(t));
   }

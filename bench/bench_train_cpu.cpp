@@ -10,6 +10,7 @@
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/nn/resnet.hpp"
 #include "ringtrain/optim/sgd.hpp"
+#include "timing.hpp"
 
 using namespace ringtrain;
 
@@ -48,8 +49,7 @@ int main(int argc, char** argv) {
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s >= warmup) times.push_back(dt);
   }
-  std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
+  const double median = bench::median(times);
   const double gflop_per_image = 6.0 * model.macs_per_image(size, size) * 1e-9;
   std::printf(
       "resnet%d-%s width %.2f batch %d threads %d: median step %.3f s, %.1f img/s, "
