@@ -93,16 +93,16 @@ TEST(MpiCommunicator, ALostPeerTimesOutInsteadOfHanging) {
   if (comm.rank() == 0) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      comm.barrier();  // rank 1 arrives only after 3 s
+      comm.barrier();  // rank 1 arrives only after 5 s
       FAIL() << "barrier completed without rank 1";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("barrier did not complete within 0.5 s on rank 0"),
                 std::string::npos)
           << e.what();
     }
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.5);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 4.0);
   } else {
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+    std::this_thread::sleep_for(std::chrono::seconds(5));
   }
   // Everyone meets again (rank 0's abandoned barrier is matched by the others' late one).
   if (comm.rank() != 0) comm.barrier();
