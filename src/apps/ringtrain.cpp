@@ -86,6 +86,10 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--prefetch-factor", c.prefetch_factor, "ready batches per loader thread")
       ->check(kPositive)
       ->capture_default_str();
+  cmd.add_option("--memory-budget-mb", c.memory_budget_mb,
+                 "train images larger than this are streamed from the file window by window")
+      ->check(kPositive)
+      ->capture_default_str();
   cmd.add_flag("--persistent-workers", c.persistent_workers, "keep loader threads across epochs");
   cmd.add_flag("!--no-augment", c.augment, "no random crop and flip");
   cmd.add_option("--global-batch-size", c.global_batch_size,

@@ -17,22 +17,35 @@ uint64_t splitmix64(uint64_t x) {
 
 }  // namespace
 
-Normalization channel_statistics(const Split& s) {
-  std::vector<double> sum(static_cast<size_t>(s.channels), 0.0), sq(sum);
-  const int64_t pixels = s.count * s.height * s.width;
+ChannelMoments::ChannelMoments(int channels)
+    : sum_(static_cast<size_t>(channels), 0.0), sum_sq_(sum_) {}
+
+void ChannelMoments::add(const uint8_t* nhwc, int64_t pixels) {
+  const size_t channels = sum_.size();
   for (int64_t p = 0; p < pixels; ++p)
-    for (int c = 0; c < s.channels; ++c) {
-      const double v = s.images[static_cast<size_t>(p * s.channels + c)] / 255.0;
-      sum[c] += v;
-      sq[c] += v * v;
+    for (size_t c = 0; c < channels; ++c) {
+      const double v = nhwc[static_cast<size_t>(p) * channels + c] / 255.0;
+      sum_[c] += v;
+      sum_sq_[c] += v * v;
     }
+  pixels_ += pixels;
+}
+
+Normalization ChannelMoments::finish() const {
   Normalization n;
-  for (int c = 0; c < s.channels; ++c) {
-    const double mean = sum[c] / pixels;
+  for (size_t c = 0; c < sum_.size(); ++c) {
+    const double mean = sum_[c] / pixels_;
     n.mean.push_back(static_cast<float>(mean));
-    n.std.push_back(static_cast<float>(std::sqrt(std::max(sq[c] / pixels - mean * mean, 1e-12))));
+    n.std.push_back(
+        static_cast<float>(std::sqrt(std::max(sum_sq_[c] / pixels_ - mean * mean, 1e-12))));
   }
   return n;
+}
+
+Normalization channel_statistics(const Split& s) {
+  ChannelMoments m(s.channels);
+  m.add(s.images.data(), s.count * s.height * s.width);
+  return m.finish();
 }
 
 Crop draw_crop(uint64_t seed, int64_t epoch, int64_t index, int pad, bool augment) {

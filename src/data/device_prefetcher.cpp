@@ -2,18 +2,18 @@
 
 namespace ringtrain {
 
-DevicePrefetcher::DevicePrefetcher(Loader& loader, Backend& backend)
-    : loader_(loader), backend_(backend) {}
+DevicePrefetcher::DevicePrefetcher(BatchSource& source, Backend& backend)
+    : source_(source), backend_(backend) {}
 
 void DevicePrefetcher::start_epoch(int64_t epoch) {
-  loader_.start_epoch(epoch);
+  source_.start_epoch(epoch);
   in_flight_[0] = in_flight_[1] = false;
   current_ = 0;
   issue_copy();
 }
 
 void DevicePrefetcher::issue_copy() {
-  const HostBatch* host = loader_.next();
+  const HostBatch* host = source_.next();
   in_flight_[current_] = host != nullptr;
   if (!host) return;
   DeviceBatch& storage = buffers_[current_];

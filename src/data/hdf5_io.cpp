@@ -18,6 +18,7 @@ class Handle {
   ~Handle() {
     if (id_ >= 0) close_(id_);
   }
+  Handle(Handle&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = -1; }
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
   hid_t get() const { return id_; }
@@ -47,7 +48,7 @@ std::string dims_str(const std::vector<hsize_t>& d) {
   return s + "]";
 }
 
-Split read_split(hid_t file, const std::string& path, const std::string& name) {
+Split read_split(hid_t file, const std::string& path, const std::string& name, bool load_images) {
   const std::string images_name = "/" + name + "/images", labels_name = "/" + name + "/labels";
   auto where = [&](const std::string& ds) {
     return str_cat("data: ", path, ": dataset ", ds, ": ");
@@ -84,11 +85,13 @@ Split read_split(hid_t file, const std::string& path, const std::string& name) {
   s.height = static_cast<int>(idims[1]);
   s.width = static_cast<int>(idims[2]);
   s.channels = static_cast<int>(idims[3]);
-  s.images.resize(static_cast<size_t>(s.count * s.image_bytes()));
   s.labels.resize(static_cast<size_t>(s.count));
-  RT_CHECK(
-      H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.images.data()) >= 0,
-      where(images_name), "read failed (truncated or corrupt file?)");
+  if (load_images) {
+    s.images.resize(static_cast<size_t>(s.count * s.image_bytes()));
+    RT_CHECK(H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                     s.images.data()) >= 0,
+             where(images_name), "read failed (truncated or corrupt file?)");
+  }
   RT_CHECK(
       H5Dread(labels.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.labels.data()) >= 0,
       where(labels_name), "read failed (truncated or corrupt file?)");
@@ -155,17 +158,24 @@ void write_class_names(hid_t file, const std::vector<std::string>& names) {
            "data: cannot write the classes attribute");
 }
 
-}  // namespace
-
-Dataset read_hdf5_dataset(const std::string& path) {
+Handle open_file(const std::string& path) {
   silence_hdf5();
   RT_CHECK(std::filesystem::exists(path), "data: ", path, ": no such file");
   RT_CHECK(H5Fis_hdf5(path.c_str()) > 0, "data: ", path, ": not an HDF5 file (or truncated)");
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   RT_CHECK(file.ok(), "data: ", path, ": cannot open as HDF5");
+  return file;
+}
+
+}  // namespace
+
+Dataset read_hdf5_dataset(const std::string& path, int64_t max_train_image_bytes) {
+  Handle file = open_file(path);
   Dataset d;
-  d.train = read_split(file.get(), path, "train");
-  d.test = read_split(file.get(), path, "test");
+  d.train = read_split(file.get(), path, "train", false);
+  if (d.train.count * d.train.image_bytes() <= max_train_image_bytes)
+    d.train = read_split(file.get(), path, "train", true);
+  d.test = read_split(file.get(), path, "test", true);
   RT_CHECK(d.train.height == d.test.height && d.train.width == d.test.width &&
                d.train.channels == d.test.channels,
            "data: ", path, ": /train/images and /test/images differ in H,W,C");
@@ -178,6 +188,27 @@ Dataset read_hdf5_dataset(const std::string& path) {
   check_labels(d.train, d.classes(), path, "train");
   check_labels(d.test, d.classes(), path, "test");
   return d;
+}
+
+void read_hdf5_images(const std::string& path, const std::string& split, int64_t first,
+                      int64_t count, uint8_t* out) {
+  Handle file = open_file(path);
+  const std::string name = "/" + split + "/images";
+  Handle images(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  RT_CHECK(images.ok(), "data: ", path, ": dataset ", name, ": cannot be opened");
+  const auto dims = dims_of(images.get());
+  RT_CHECK(dims.size() == 4 && first >= 0 && first + count <= static_cast<int64_t>(dims[0]),
+           "data: ", path, ": dataset ", name, ": images [", first, ", ", first + count,
+           ") outside ", dims_str(dims));
+  const hsize_t start[4] = {static_cast<hsize_t>(first), 0, 0, 0};
+  const hsize_t size[4] = {static_cast<hsize_t>(count), dims[1], dims[2], dims[3]};
+  Handle file_space(H5Dget_space(images.get()), H5Sclose);
+  H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, size, nullptr);
+  Handle memory_space(H5Screate_simple(4, size, nullptr), H5Sclose);
+  RT_CHECK(H5Dread(images.get(), H5T_NATIVE_UINT8, memory_space.get(), file_space.get(),
+                   H5P_DEFAULT, out) >= 0,
+           "data: ", path, ": dataset ", name, ": read of images [", first, ", ", first + count,
+           ") failed (truncated or corrupt file?)");
 }
 
 void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_level) {

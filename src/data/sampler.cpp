@@ -28,6 +28,12 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, int world_size, int
            world_size);
 }
 
+std::vector<int64_t> DistributedSampler::indices_for_epoch(int64_t epoch) const {
+  DistributedSampler s = *this;
+  s.set_epoch(epoch);
+  return s.indices();
+}
+
 std::vector<int64_t> DistributedSampler::indices() const {
   std::vector<int64_t> order(static_cast<size_t>(size_));
   std::iota(order.begin(), order.end(), 0);

@@ -15,6 +15,8 @@ void TrainConfig::validate() const {
            prefetch_factor);
   RT_CHECK(bucket_cap_mb > 0, "config: --bucket-cap-mb must be positive, got ", bucket_cap_mb);
   RT_CHECK(comm_timeout_s > 0, "config: --comm-timeout must be positive, got ", comm_timeout_s);
+  RT_CHECK(memory_budget_mb > 0, "config: --memory-budget-mb must be positive, got ",
+           memory_budget_mb);
   RT_CHECK(threads >= 0, "config: --threads must be >= 0, got ", threads);
   resnet_layout(model.depth);
 }

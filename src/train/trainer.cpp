@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -13,6 +14,7 @@
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/sampler.hpp"
+#include "ringtrain/data/streaming_loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
@@ -29,9 +31,20 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+LoaderConfig loader_config(const TrainConfig& c, bool training);
+
+std::string data_path(const TrainConfig& c) {
+  return c.data.empty() ? c.synth_path : c.data;
+}
+
+int64_t budget_bytes(const TrainConfig& c) {
+  return static_cast<int64_t>(c.memory_budget_mb * 1e6);
+}
+
 // Rank 0 writes the synthetic file when it is missing; everyone reads it after a barrier.
+// Train images larger than the memory budget stay on disk, to be streamed.
 Dataset load_data(const TrainConfig& c, Communicator& comm) {
-  if (!c.data.empty()) return read_hdf5_dataset(c.data);
+  if (!c.data.empty()) return read_hdf5_dataset(c.data, budget_bytes(c));
   if (comm.rank() == 0 && !std::filesystem::exists(c.synth_path)) {
     spdlog::info("no --data given: writing the synthetic dataset {}", c.synth_path);
     const auto dir = std::filesystem::path(c.synth_path).parent_path();
@@ -40,7 +53,39 @@ Dataset load_data(const TrainConfig& c, Communicator& comm) {
   }
   comm.barrier();
   spdlog::info("no --data given: using the synthetic dataset {}", c.synth_path);
-  return read_hdf5_dataset(c.synth_path);
+  return read_hdf5_dataset(c.synth_path, budget_bytes(c));
+}
+
+// Training batches from memory, or streamed window by window when the images stayed on disk.
+struct TrainSource {
+  Normalization norm;
+  std::unique_ptr<ImageWriter> writer;  // on the heap: the loader keeps a reference to it
+  std::unique_ptr<BatchSource> batches;
+};
+
+TrainSource make_train_source(const TrainConfig& c, const Split& train, const World& world,
+                              Backend& backend) {
+  TrainSource s;
+  const LoaderConfig lc = loader_config(c, true);
+  if (!train.images.empty()) {
+    s.norm = channel_statistics(train);
+    s.writer = std::make_unique<ImageWriter>(train, s.norm, lc.pad, backend.compute_dtype(),
+                                             backend.layout());
+    s.batches = std::make_unique<Loader>(
+        train, *s.writer,
+        DistributedSampler(train.count, world.size(), world.rank(), true, ShardTail::drop, c.seed),
+        lc, backend);
+    return s;
+  }
+  const int64_t window = budget_bytes(c) / train.image_bytes();
+  spdlog::info(
+      "train images ({:.1f} MB) exceed --memory-budget-mb {}: streaming windows of {} images",
+      train.count * train.image_bytes() / 1e6, c.memory_budget_mb, window);
+  s.norm = StreamingLoader::statistics(data_path(c), "train", train, window);
+  s.batches = std::make_unique<StreamingLoader>(data_path(c), "train", train, window, s.norm,
+                                                backend.compute_dtype(), backend.layout(),
+                                                world.size(), world.rank(), lc, backend);
+  return s;
 }
 
 // --global-batch-size is split evenly over the ranks; --batch-size is per rank.
@@ -148,12 +193,8 @@ TrainResult train(const TrainConfig& requested) {
   Sgd sgd(
       model.parameters(), backend,
       SgdConfig{config.momentum, config.weight_decay, config.nesterov, config.decay_norm_and_bias});
-  DistributedSampler sampler(data.train.count, world.size(), world.rank(), true, ShardTail::drop,
-                             config.seed);
-  const int64_t steps_per_epoch = sampler.per_rank() / config.batch_size;
-  RT_CHECK(steps_per_epoch > 0, "train: batch size ", config.batch_size,
-           " per rank is larger than the ", sampler.per_rank(), " training images of each of the ",
-           world.size(), " ranks");
+  TrainSource train_source = make_train_source(config, data.train, world, backend);
+  const int64_t steps_per_epoch = train_source.batches->batches_per_epoch();
   const int64_t total_steps = config.steps > 0 ? config.steps : config.epochs * steps_per_epoch;
   const int64_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
   const LrSchedule schedule = make_schedule(config, total_steps);
@@ -173,15 +214,14 @@ TrainResult train(const TrainConfig& requested) {
       backend.threads());
 
   std::ofstream metrics = world.is_root() ? open_metrics(config.metrics_path) : std::ofstream();
-  const Normalization norm = channel_statistics(data.train);
-  const ImageWriter train_writer(data.train, norm, 4, backend.compute_dtype(), backend.layout());
-  const ImageWriter test_writer(data.test, norm, 4, backend.compute_dtype(), backend.layout());
-  Loader train_loader(data.train, train_writer, sampler, loader_config(config, true), backend);
+  const ImageWriter test_writer(data.test, train_source.norm, 4, backend.compute_dtype(),
+                                backend.layout());
   Loader test_loader(
       data.test, test_writer,
       DistributedSampler(data.test.count, world.size(), world.rank(), false, ShardTail::uneven, 0),
       loader_config(config, false), backend);
-  DevicePrefetcher train_batches(train_loader, backend), test_batches(test_loader, backend);
+  DevicePrefetcher train_batches(*train_source.batches, backend),
+      test_batches(test_loader, backend);
   Tensor dlogits = backend.zeros({config.batch_size, mc.classes}, backend.compute_dtype());
   int64_t step = 0;
   const auto start = Clock::now();

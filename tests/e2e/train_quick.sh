@@ -14,4 +14,9 @@ grep -q "epoch 2/2 step 32/32" "$dir/log"
 grep -q "summary: 32 steps" "$dir/log"
 [ "$(wc -l <"$dir/metrics.jsonl")" -eq 2 ]
 grep -q '"test_accuracy"' "$dir/metrics.jsonl"
+# The same file streamed from disk in windows, as a file larger than memory would be.
+"$bin" train --data "$dir/small.h5" --depth 18 --width 0.125 --batch-size 32 --steps 20 \
+  --memory-budget-mb 0.2 --log-interval 0 >"$dir/log" 2>&1
+grep -q "streaming windows of 260 images" "$dir/log"
+grep -q "summary: 20 steps" "$dir/log"
 echo "train_quick: ok"

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "../support/bad_datasets.hpp"
@@ -11,6 +12,7 @@
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/loader.hpp"
 #include "ringtrain/data/sampler.hpp"
+#include "ringtrain/data/streaming_loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
 
 namespace ringtrain {
@@ -255,6 +257,103 @@ TEST(Loader, AbandonedEpochRestartsCleanly) {
   int batches = 0;
   while (loader.next()) ++batches;
   EXPECT_EQ(batches, 10);
+}
+
+// A 300-image file streamed in windows of 64: every batch image is one of the file's images,
+// with its label, none twice in an epoch, never more than one window in memory.
+struct StreamCase {
+  std::string path;
+  Dataset full;  // read into memory, for reference
+  Dataset meta;  // train images left on disk
+};
+
+StreamCase stream_case() {
+  SynthConfig c;
+  c.train_count = 300;
+  c.test_count = 4;
+  c.height = 8;
+  c.width = 6;
+  StreamCase s;
+  s.path = temp_path(std::string("stream_") +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".h5");
+  write_hdf5_dataset(s.path, make_synthetic(c));
+  s.full = read_hdf5_dataset(s.path);
+  s.meta = read_hdf5_dataset(s.path, 1000);
+  return s;
+}
+
+std::vector<std::vector<int64_t>> streamed_samples(const StreamCase& sc, int world, int rank,
+                                                   int workers, int64_t epoch) {
+  CpuBackend backend(1);
+  const Normalization norm = channel_statistics(sc.full.train);
+  const ImageWriter reference(sc.full.train, norm, 4, DType::f32, Layout::nchw);
+  std::map<std::vector<float>, int64_t> index_of;
+  std::vector<float> img(reference.image_elements());
+  for (int64_t i = 0; i < sc.full.train.count; ++i) {
+    reference.write(i, draw_crop(0, 0, i, 4, false), img.data());
+    index_of[img] = i;
+  }
+  LoaderConfig c;
+  c.batch_size = 8;
+  c.workers = workers;
+  c.augment = false;
+  c.seed = 3;
+  StreamingLoader loader(sc.path, "train", sc.meta.train, 64, norm, DType::f32, Layout::nchw, world,
+                         rank, c, backend);
+  EXPECT_EQ(loader.windows(), 5);
+  loader.start_epoch(epoch);
+  std::vector<std::vector<int64_t>> batches;
+  while (const HostBatch* b = loader.next()) {
+    EXPECT_LE(loader.resident_images(), 64);
+    std::vector<int64_t> samples;
+    for (int64_t i = 0; i < b->images.dim(0); ++i) {
+      const float* p = b->images.data<float>() + i * reference.image_elements();
+      const auto it = index_of.find(std::vector<float>(p, p + reference.image_elements()));
+      EXPECT_NE(it, index_of.end()) << "batch image is none of the file's images";
+      if (it == index_of.end()) continue;
+      EXPECT_EQ(b->labels.data<int32_t>()[i], sc.full.train.labels[it->second]);
+      samples.push_back(it->second);
+    }
+    batches.push_back(samples);
+  }
+  EXPECT_EQ(static_cast<int64_t>(batches.size()), loader.batches_per_epoch());
+  return batches;
+}
+
+TEST(StreamingLoader, StreamsEverySampleAtMostOnceWithItsLabel) {
+  const StreamCase sc = stream_case();
+  ASSERT_TRUE(sc.meta.train.images.empty());
+  ASSERT_EQ(sc.meta.train.labels, sc.full.train.labels);
+  const auto epoch0 = streamed_samples(sc, 1, 0, 0, 0);
+  ASSERT_EQ(epoch0.size(), 37u);  // windows of 64, 64, 64, 64, 44: 8 + 8 + 8 + 8 + 5 batches
+  std::set<int64_t> seen;
+  for (const auto& b : epoch0) seen.insert(b.begin(), b.end());
+  EXPECT_EQ(seen.size(), 37u * 8);
+  EXPECT_EQ(streamed_samples(sc, 1, 0, 2, 0), epoch0);  // any worker count, same batches
+  EXPECT_NE(streamed_samples(sc, 1, 0, 0, 1), epoch0);  // another epoch, another order
+}
+
+TEST(StreamingLoader, RanksGetDisjointShardsOfEachWindow) {
+  const StreamCase sc = stream_case();
+  std::set<int64_t> all;
+  size_t total = 0;
+  for (int rank = 0; rank < 2; ++rank)
+    for (const auto& b : streamed_samples(sc, 2, rank, 1, 0)) {
+      all.insert(b.begin(), b.end());
+      total += b.size();
+    }
+  EXPECT_EQ(all.size(), total);
+  EXPECT_EQ(total, 2u * 8 * (4 + 4 + 4 + 4 + 2));
+}
+
+TEST(StreamingLoader, StatisticsMatchTheInMemoryOnes) {
+  const StreamCase sc = stream_case();
+  const Normalization a = channel_statistics(sc.full.train);
+  const Normalization b = StreamingLoader::statistics(sc.path, "train", sc.meta.train, 64);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NEAR(a.mean[c], b.mean[c], 1e-6);
+    EXPECT_NEAR(a.std[c], b.std[c], 1e-6);
+  }
 }
 
 }  // namespace

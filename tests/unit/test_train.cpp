@@ -12,8 +12,11 @@
 namespace ringtrain {
 namespace {
 
+// ctest runs tests in parallel processes: each writes its own file.
 std::string small_dataset() {
-  const auto path = std::filesystem::temp_directory_path() / "ringtrain_train_small.h5";
+  const auto path = std::filesystem::temp_directory_path() /
+                    (std::string("ringtrain_train_") +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".h5");
   SynthConfig c;
   c.train_count = 1024;
   c.test_count = 500;
@@ -47,7 +50,8 @@ TEST(Train, SameSeedGivesBitIdenticalLosses) {
 TEST(Train, LearnsTheSyntheticDataFarAboveChance) {
   TrainConfig c = small_config(small_dataset());
   c.epochs = 2;
-  c.metrics_path = (std::filesystem::temp_directory_path() / "ringtrain_metrics.jsonl").string();
+  c.metrics_path =
+      (std::filesystem::temp_directory_path() / "ringtrain_train_metrics.jsonl").string();
   const TrainResult r = train(c);
   ASSERT_EQ(r.epochs.size(), 2u);
   EXPECT_GT(r.epochs.back().test_accuracy, 0.5);  // chance is 0.1

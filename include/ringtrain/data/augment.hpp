@@ -14,6 +14,18 @@ struct Normalization {
 };
 Normalization channel_statistics(const Split& split);
 
+// The same statistics accumulated over parts of a split (for splits streamed from disk).
+class ChannelMoments {
+ public:
+  explicit ChannelMoments(int channels);
+  void add(const uint8_t* nhwc, int64_t pixels);
+  Normalization finish() const;
+
+ private:
+  std::vector<double> sum_, sum_sq_;
+  int64_t pixels_ = 0;
+};
+
 // Where one sample is cropped from its zero-padded image, and whether it is mirrored.
 struct Crop {
   int dy = 0, dx = 0;  // offsets into the padded image, in [0, 2*pad]

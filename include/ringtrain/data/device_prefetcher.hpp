@@ -1,5 +1,6 @@
 #pragma once
-#include "ringtrain/data/loader.hpp"
+#include "ringtrain/backend/backend.hpp"
+#include "ringtrain/data/batch_source.hpp"
 
 namespace ringtrain {
 
@@ -12,7 +13,7 @@ struct DeviceBatch {
 // batch k's copy, issues batch k+1's into the other buffer, and returns batch k.
 class DevicePrefetcher {
  public:
-  DevicePrefetcher(Loader& loader, Backend& backend);
+  DevicePrefetcher(BatchSource& source, Backend& backend);
 
   void start_epoch(int64_t epoch);
   // The batch to compute on now, or nullptr at the end of the epoch. Valid until the next call.
@@ -21,7 +22,7 @@ class DevicePrefetcher {
  private:
   void issue_copy();
 
-  Loader& loader_;
+  BatchSource& source_;
   Backend& backend_;
   DeviceBatch buffers_[2];  // full-size device storage
   DeviceBatch views_[2];    // sized for the batch in flight

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "ringtrain/data/dataset.hpp"
@@ -6,8 +7,14 @@
 namespace ringtrain {
 
 // Reads both splits of an HDF5 file in the DESIGN §6 schema into memory, validating rank,
-// dims, dtype, label range and counts; errors name the file and the dataset.
-Dataset read_hdf5_dataset(const std::string& path);
+// dims, dtype, label range and counts; errors name the file and the dataset. When the train
+// images exceed max_train_image_bytes they are left on disk (train.images stays empty; labels
+// and dims are read) for streaming with read_hdf5_images.
+Dataset read_hdf5_dataset(const std::string& path, int64_t max_train_image_bytes = INT64_MAX);
+
+// Reads images [first, first + count) of a split into out (NHWC uint8).
+void read_hdf5_images(const std::string& path, const std::string& split, int64_t first,
+                      int64_t count, uint8_t* out);
 
 // Writes the schema (images chunked by 1024, optional gzip level 1-9) to a temporary file that
 // is renamed into place, so a failure never leaves a partial file behind.

@@ -10,6 +10,7 @@
 
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/data/augment.hpp"
+#include "ringtrain/data/batch_source.hpp"
 #include "ringtrain/data/sampler.hpp"
 
 namespace ringtrain {
@@ -26,18 +27,11 @@ struct LoaderConfig {
   uint64_t seed = 0;
 };
 
-// One assembled batch in host memory: images [n,C,H,W] in the writer's dtype and layout, and
-// their labels. Valid until the next call to Loader::next().
-struct HostBatch {
-  int64_t index = 0;  // batch number within the epoch
-  Tensor images, labels;
-};
-
 // Assembles batches of one rank's shard of a split. Each of `workers` threads builds whole
 // batches (batch k is built by worker k % workers) into its own ring of `prefetch_factor` slots;
 // next() hands them out strictly in order. Slots come from Backend::host_buffer (pinned memory
 // on CUDA). The content of batch k depends only on (seed, epoch, k), never on the worker count.
-class Loader {
+class Loader final : public BatchSource {
  public:
   Loader(const Split& split, const ImageWriter& writer, DistributedSampler sampler,
          const LoaderConfig& config, Backend& backend);
@@ -46,10 +40,10 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   // Starts an epoch: the sampler's permutation for it, and the workers.
-  void start_epoch(int64_t epoch);
-  int64_t batches_per_epoch() const { return batches_; }
+  void start_epoch(int64_t epoch) override;
+  int64_t batches_per_epoch() const override { return batches_; }
   // The next batch of the epoch in order, or nullptr when the epoch is done.
-  const HostBatch* next();
+  const HostBatch* next() override;
 
  private:
   struct Slot {

@@ -22,6 +22,7 @@ class DistributedSampler {
   int64_t epoch() const { return epoch_; }
   int64_t per_rank() const { return per_rank_; }
   std::vector<int64_t> indices() const;
+  std::vector<int64_t> indices_for_epoch(int64_t epoch) const;
 
  private:
   int64_t size_;

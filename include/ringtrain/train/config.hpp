@@ -29,8 +29,9 @@ struct TrainConfig {
   std::string schedule = "cosine";
   int64_t warmup_steps = 0;
   float label_smoothing = 0.0f;
-  int workers = 2;          // loader threads; 0: synchronous
-  int prefetch_factor = 2;  // ready batches per worker
+  double memory_budget_mb = 4096;  // train images above this are streamed from disk
+  int workers = 2;                 // loader threads; 0: synchronous
+  int prefetch_factor = 2;         // ready batches per worker
   bool persistent_workers = false;
   bool augment = true;  // random crop with padding 4 and horizontal flip
   uint64_t seed = 0;

@@ -1,0 +1,25 @@
+#pragma once
+#include <cstdint>
+
+#include "ringtrain/core/tensor.hpp"
+
+namespace ringtrain {
+
+// One assembled batch in host memory: images [n,C,H,W] in the writer's dtype and layout, and
+// their labels. Valid until the next call to next().
+struct HostBatch {
+  int64_t index = 0;  // batch number within the epoch (or the streaming window)
+  Tensor images, labels;
+};
+
+// Where training batches come from: the in-memory Loader or the StreamingLoader.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  virtual void start_epoch(int64_t epoch) = 0;
+  // The next batch of the epoch in order, or nullptr when the epoch is done.
+  virtual const HostBatch* next() = 0;
+  virtual int64_t batches_per_epoch() const = 0;
+};
+
+}  // namespace ringtrain
