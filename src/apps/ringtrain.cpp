@@ -92,6 +92,13 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->capture_default_str();
   cmd.add_flag("--persistent-workers", c.persistent_workers, "keep loader threads across epochs");
   cmd.add_flag("!--no-augment", c.augment, "no random crop and flip");
+  cmd.add_option("--mode", c.mode,
+                 "ddp: one process per device (under mpirun); dp: DataParallel in one process")
+      ->check(CLI::IsMember({"ddp", "dp"}))
+      ->capture_default_str();
+  cmd.add_option("--devices", c.devices, "--mode dp: devices (CPU replicas on the CPU backend)")
+      ->check(kPositive)
+      ->capture_default_str();
   cmd.add_option("--global-batch-size", c.global_batch_size,
                  "images per step over all ranks (instead of --batch-size)")
       ->check(kPositive);

@@ -17,6 +17,10 @@ void TrainConfig::validate() const {
   RT_CHECK(comm_timeout_s > 0, "config: --comm-timeout must be positive, got ", comm_timeout_s);
   RT_CHECK(memory_budget_mb > 0, "config: --memory-budget-mb must be positive, got ",
            memory_budget_mb);
+  RT_CHECK(mode == "ddp" || mode == "dp", "config: --mode must be ddp or dp, got ", mode);
+  RT_CHECK(devices > 0, "config: --devices must be positive, got ", devices);
+  RT_CHECK(mode != "dp" || batch_size % devices == 0, "config: --mode dp splits the batch of ",
+           batch_size, " evenly over ", devices, " devices: it does not divide");
   RT_CHECK(threads >= 0, "config: --threads must be >= 0, got ", threads);
   resnet_layout(model.depth);
 }

@@ -20,6 +20,7 @@
 #include "ringtrain/dist/world.hpp"
 #include "ringtrain/optim/lr_schedule.hpp"
 #include "ringtrain/optim/sgd.hpp"
+#include "ringtrain/parallel/data_parallel.hpp"
 #include "ringtrain/parallel/ddp.hpp"
 
 namespace ringtrain {
@@ -130,6 +131,28 @@ LoaderConfig loader_config(const TrainConfig& c, bool training) {
   return l;
 }
 
+struct StepStats {
+  double loss = 0;
+  int64_t correct = 0;
+};
+
+// One forward and backward; with DDP the averaged gradients are complete on return.
+StepStats forward_backward(ResNet& model, Backend& backend, DistributedDataParallel* ddp,
+                           const DeviceBatch& batch, float label_smoothing, Tensor& dlogits) {
+  StepStats s;
+  const Tensor& logits = model.forward(batch.images, true);
+  s.loss = backend.softmax_cross_entropy(logits, batch.labels, label_smoothing, &dlogits);
+  s.correct = backend.count_correct(logits, batch.labels);
+  model.backward(dlogits);
+  if (ddp) ddp->finish_gradients();
+  return s;
+}
+
+StepStats forward_backward(DataParallel& dp, const DeviceBatch& batch, float label_smoothing) {
+  const DataParallel::StepResult r = dp.step(batch.images, batch.labels, label_smoothing);
+  return {r.loss, r.correct};
+}
+
 LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
   LrSchedule s;
   s.kind = c.schedule;
@@ -183,8 +206,23 @@ TrainResult train(const TrainConfig& requested) {
   mc.in_channels = data.train.channels;
   mc.classes = data.classes();
 
-  CpuBackend backend(config.threads);
-  ResNet model(mc, backend, DType::f32, config.seed);
+  // The model: one replica per process (DDP when there are several ranks), or DataParallel's
+  // replicas in this one process.
+  std::optional<DataParallel> dp;
+  std::unique_ptr<CpuBackend> own_backend;
+  std::unique_ptr<ResNet> own_model;
+  if (config.mode == "dp") {
+    RT_CHECK(world.size() == 1,
+             "train: --mode dp drives every device from one process; run it "
+             "without mpirun (this job has ",
+             world.size(), " ranks)");
+    dp.emplace(mc, config.devices, std::max(1, config.threads / config.devices), config.seed);
+  } else {
+    own_backend = std::make_unique<CpuBackend>(config.threads);
+    own_model = std::make_unique<ResNet>(mc, *own_backend, DType::f32, config.seed);
+  }
+  Backend& backend = dp ? dp->primary_backend() : *own_backend;
+  ResNet& model = dp ? dp->primary() : *own_model;
   std::optional<DistributedDataParallel> ddp;
   if (world.size() > 1) {
     ddp.emplace(model.parameters(), comm, DdpConfig{config.bucket_cap_mb, 1.0, config.overlap});
@@ -207,11 +245,11 @@ TrainResult train(const TrainConfig& requested) {
                mc.stem, mc.width, result.parameters, result.macs_per_image * 1e-9);
   spdlog::info(
       "data: {} train / {} test images {}x{}x{}, {} classes; {} steps of batch {} ({} per rank x "
-      "{} "
-      "ranks) on {} with {} threads per rank",
+      "{} ranks) on {}",
       data.train.count, data.test.count, data.train.height, data.train.width, data.train.channels,
-      mc.classes, total_steps, global_batch, config.batch_size, world.size(), backend.name(),
-      backend.threads());
+      mc.classes, total_steps, global_batch, config.batch_size, world.size(),
+      dp ? str_cat("DataParallel over ", config.devices, " CPU devices")
+         : str_cat(backend.name(), " with ", own_backend->threads(), " threads per rank"));
 
   std::ofstream metrics = world.is_root() ? open_metrics(config.metrics_path) : std::ofstream();
   const ImageWriter test_writer(data.test, train_source.norm, 4, backend.compute_dtype(),
@@ -239,14 +277,13 @@ TrainResult train(const TrainConfig& requested) {
       RT_CHECK(!(world.rank() == config.debug_fail_rank && step == config.debug_fail_step),
                "train: failure injected by --debug-fail-rank at step ", step);
       lr = schedule.at(step);
-      const Tensor& logits = model.forward(batch->images, true);
-      const double loss =
-          backend.softmax_cross_entropy(logits, batch->labels, config.label_smoothing, &dlogits);
+      const StepStats st = dp ? forward_backward(*dp, *batch, config.label_smoothing)
+                              : forward_backward(model, backend, ddp ? &*ddp : nullptr, *batch,
+                                                 config.label_smoothing, dlogits);
+      const double loss = st.loss;
       RT_CHECK(std::isfinite(loss), "train: loss is ", loss, " at step ", step, " (learning rate ",
                lr, " too high?)");
-      sums[1] += static_cast<double>(backend.count_correct(logits, batch->labels));
-      model.backward(dlogits);
-      if (ddp) ddp->finish_gradients();
+      sums[1] += static_cast<double>(st.correct);
       sgd.step(static_cast<float>(lr));
       result.step_losses.push_back(loss);
       sums[0] += loss;

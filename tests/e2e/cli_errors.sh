@@ -37,6 +37,7 @@ expect_error unknown_flag "--frobnicate" train --frobnicate
 expect_error zero_batch "--batch-size" train --batch-size 0
 expect_error negative_batch "--batch-size" train --batch-size -4
 expect_error bad_depth "--depth" train --depth 42
+expect_error dp_uneven_batch "splits the batch of 33 evenly over 2 devices" train --mode dp --devices 2 --batch-size 33 --steps 1
 expect_error no_subcommand "subcommand" 
 
 # The converter refuses a truncated record and leaves no output file behind.

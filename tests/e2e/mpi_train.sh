@@ -42,5 +42,12 @@ else
   echo "ok   indivisible global batch refused"
 fi
 
+if run 2 "$bin" train --data "$dir/small.h5" --mode dp --steps 1; then
+  fail "dp under mpirun: exit status 0"
+else
+  grep -q "\-\-mode dp drives every device from one process" "$dir/log" || fail "dp under mpirun: no clear error"
+  echo "ok   --mode dp under mpirun refused"
+fi
+
 echo "mpi_train: $failures failed"
 [ "$failures" -eq 0 ]

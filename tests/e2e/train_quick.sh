@@ -19,4 +19,9 @@ grep -q '"test_accuracy"' "$dir/metrics.jsonl"
   --memory-budget-mb 0.2 --log-interval 0 >"$dir/log" 2>&1
 grep -q "streaming windows of 260 images" "$dir/log"
 grep -q "summary: 20 steps" "$dir/log"
+# DataParallel over 2 CPU devices in one process.
+"$bin" train --data "$dir/small.h5" --depth 18 --width 0.125 --batch-size 32 --steps 10 \
+  --mode dp --devices 2 --log-interval 0 >"$dir/log" 2>&1
+grep -q "on DataParallel over 2 CPU devices" "$dir/log"
+grep -q "summary: 10 steps" "$dir/log"
 echo "train_quick: ok"

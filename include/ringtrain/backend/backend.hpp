@@ -78,6 +78,7 @@ class Backend {
   // Elementwise. y may alias a; dx may alias dy.
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+  virtual void scale(Tensor& t, double factor) = 0;
   // y = relu(a + b): the end of every residual block.
   virtual void add_relu(const Tensor& a, const Tensor& b, Tensor& y) = 0;
 

@@ -181,6 +181,15 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
   });
 }
 
+void CpuBackend::scale(Tensor& t, double factor) {
+  dispatch_float("scale", t, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.data<T>();
+    const T f = static_cast<T>(factor);
+    elementwise<T>(pool_, t.numel(), [&](int64_t i) { p[i] *= f; });
+  });
+}
+
 void CpuBackend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
   check_same_shape("add_relu", a, b);
   check_same_shape("add_relu", a, y);

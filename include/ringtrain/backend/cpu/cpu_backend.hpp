@@ -45,6 +45,7 @@ class CpuBackend final : public Backend {
 
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void scale(Tensor& t, double factor) override;
   void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;
 
   void max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) override;

@@ -1,0 +1,42 @@
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/nn/resnet.hpp"
+
+namespace ringtrain {
+
+// torch.nn.DataParallel on CPU "devices": one process, one model replica per device, each with
+// its own backend and threads. Every step replicates device 0's parameters and buffers to the
+// others, scatters the batch in equal chunks, runs the replicas in parallel threads, reduces
+// the gradients onto device 0 one replica after another, and leaves the update to the caller
+// on device 0's parameters. The replicate and the serial reduce onto one device are
+// DataParallel's cost structure, kept on purpose: it is the baseline DDP is measured against.
+// BN running statistics are those of device 0's chunk, as DataParallel keeps them.
+class DataParallel {
+ public:
+  DataParallel(const ResNetConfig& config, int devices, int threads_per_device, uint64_t seed);
+
+  int devices() const { return static_cast<int>(replicas_.size()); }
+  ResNet& primary() { return *replicas_.front().model; }
+  Backend& primary_backend() { return *replicas_.front().backend; }
+
+  struct StepResult {
+    double loss = 0;  // mean over the whole batch
+    int64_t correct = 0;
+  };
+  // Forward and backward over the whole batch; the gradient of the batch-mean loss ends in
+  // device 0's gradient buffer.
+  StepResult step(const Tensor& images, const Tensor& labels, float label_smoothing);
+
+ private:
+  struct Replica {
+    std::unique_ptr<CpuBackend> backend;
+    std::unique_ptr<ResNet> model;
+    Tensor dlogits;
+  };
+  std::vector<Replica> replicas_;
+};
+
+}  // namespace ringtrain

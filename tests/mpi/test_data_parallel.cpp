@@ -1,0 +1,77 @@
+// DataParallel with 2 CPU devices in one process against DDP with 2 ranks, on a ResNet with
+// batch norm: both compute BN statistics per device chunk, so the parameters must agree.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ringtrain/dist/mpi_communicator.hpp"
+#include "ringtrain/dist/world.hpp"
+#include "ringtrain/optim/sgd.hpp"
+#include "ringtrain/parallel/data_parallel.hpp"
+#include "ringtrain/parallel/ddp.hpp"
+
+namespace ringtrain {
+namespace {
+
+constexpr int kChunk = 4;
+
+void fill(int device, int step, Tensor& x, Tensor& labels, int64_t row) {
+  std::mt19937_64 rng(static_cast<uint64_t>(1000 * step + device));
+  std::normal_distribution<float> dist;
+  const int64_t image = 3 * 8 * 8;
+  for (int i = 0; i < kChunk; ++i) {
+    for (int64_t j = 0; j < image; ++j) x.data<float>()[(row + i) * image + j] = dist(rng);
+    labels.data<int>()[row + i] = static_cast<int>(rng() % 10);
+  }
+}
+
+TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {
+  World& world = World::get();
+  if (world.size() != 2)
+    GTEST_SKIP() << "compares with exactly 2 DDP ranks; this run has " << world.size();
+  MpiCommunicator comm(world.comm());
+  ResNetConfig mc;
+  mc.depth = 18;
+  mc.width = 0.125;
+  SgdConfig sc;
+
+  CpuBackend backend(1);
+  ResNet ddp_model(mc, backend, DType::f32, 11);
+  DistributedDataParallel ddp(ddp_model.parameters(), comm, DdpConfig{});
+  ddp.broadcast_state();
+  Sgd ddp_sgd(ddp_model.parameters(), backend, sc);
+  Tensor dlogits = Tensor::zeros({kChunk, 10}, DType::f32);
+
+  DataParallel dp(mc, 2, 1, 11);
+  Sgd dp_sgd(dp.primary().parameters(), dp.primary_backend(), sc);
+
+  for (int step = 0; step < 3; ++step) {
+    Tensor x = Tensor::zeros({kChunk, 3, 8, 8}, DType::f32),
+           y = Tensor::zeros({kChunk}, DType::i32);
+    fill(comm.rank(), step, x, y, 0);
+    backend.softmax_cross_entropy(ddp_model.forward(x, true), y, 0.0f, &dlogits);
+    ddp_model.backward(dlogits);
+    ddp.finish_gradients();
+    ddp_sgd.step(0.05f);
+
+    Tensor X = Tensor::zeros({2 * kChunk, 3, 8, 8}, DType::f32);
+    Tensor Y = Tensor::zeros({2 * kChunk}, DType::i32);
+    for (int d = 0; d < 2; ++d) fill(d, step, X, Y, int64_t{d} * kChunk);
+    dp.step(X, Y, 0.0f);
+    dp_sgd.step(0.05f);
+  }
+  const float* a = ddp_model.parameters().flat_params().data<float>();
+  const float* b = dp.primary().parameters().flat_params().data<float>();
+  for (int64_t i = 0; i < ddp_model.parameter_count(); ++i)
+    ASSERT_NEAR(a[i], b[i], 2e-5 * std::max(1.0f, std::abs(b[i]))) << "parameter element " << i;
+  // DataParallel keeps device 0's BN statistics: those of rank 0's chunk under DDP.
+  if (comm.rank() == 0) {
+    const float* ra = ddp_model.parameters().flat_buffers().data<float>();
+    const float* rb = dp.primary().parameters().flat_buffers().data<float>();
+    for (int64_t i = 0; i < ddp_model.parameters().flat_buffers().numel(); ++i)
+      ASSERT_NEAR(ra[i], rb[i], 1e-4 * std::max(1.0f, std::abs(rb[i]))) << "buffer element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ringtrain
