@@ -9,6 +9,7 @@
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/data_parallel.hpp"
 #include "ringtrain/parallel/ddp.hpp"
+#include "shard_batch.hpp"
 
 namespace ringtrain {
 namespace {
@@ -16,13 +17,7 @@ namespace {
 constexpr int kChunk = 4;
 
 void fill(int device, int step, Tensor& x, Tensor& labels, int64_t row) {
-  std::mt19937_64 rng(static_cast<uint64_t>(1000 * step + device));
-  std::normal_distribution<float> dist;
-  const int64_t image = 3 * 8 * 8;
-  for (int i = 0; i < kChunk; ++i) {
-    for (int64_t j = 0; j < image; ++j) x.data<float>()[(row + i) * image + j] = dist(rng);
-    labels.data<int>()[row + i] = static_cast<int>(rng() % 10);
-  }
+  test::fill_shard(device, step, kChunk, 10, x, labels, row);
 }
 
 TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {

@@ -12,6 +12,7 @@
 #include "ringtrain/nn/linear.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/ddp.hpp"
+#include "shard_batch.hpp"
 
 namespace ringtrain {
 namespace {
@@ -52,15 +53,8 @@ struct TinyNet {
   }
 };
 
-// Rank r's batch at step s; the reference concatenates all ranks' batches.
 void fill_batch(int rank, int step, Tensor& x, Tensor& labels, int64_t row) {
-  std::mt19937_64 rng(static_cast<uint64_t>(100 * step + rank));
-  std::normal_distribution<float> dist;
-  const int64_t image = 3 * 6 * 6;
-  for (int i = 0; i < kPerRank; ++i) {
-    for (int64_t j = 0; j < image; ++j) x.data<float>()[(row + i) * image + j] = dist(rng);
-    labels.data<int>()[row + i] = static_cast<int>(rng() % kClasses);
-  }
+  test::fill_shard(rank, step, kPerRank, kClasses, x, labels, row);
 }
 
 TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
