@@ -31,7 +31,7 @@ World::World() {
              provided);
   }
   // Errors come back as codes and become exceptions (RT_MPI_CHECK) instead of MPI's own abort.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  RT_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   RT_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   RT_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
   RT_MPI_CHECK(
