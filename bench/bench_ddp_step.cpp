@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   Tensor dlogits = Tensor::zeros({batch, mc.classes}, DType::f32);
 
   for (bool overlap : {true, false, true, false}) {
-    DistributedDataParallel ddp(model.parameters(), comm, DdpConfig{bucket_mb, 1.0, overlap});
+    DistributedDataParallel ddp(model.parameters(), comm, backend,
+                                DdpConfig{bucket_mb, 1.0, overlap});
     std::vector<double> step_s, exposed_s;
     for (int s = 0; s < steps + 1; ++s) {
       comm.barrier();

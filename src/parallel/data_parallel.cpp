@@ -16,7 +16,7 @@ DataParallel::DataParallel(const ResNetConfig& config, int devices, int threads_
 }
 
 DataParallel::StepResult DataParallel::step(const Tensor& images, const Tensor& labels,
-                                            float label_smoothing) {
+                                            float label_smoothing, double grad_scale) {
   const int64_t n = images.dim(0), devices = static_cast<int64_t>(replicas_.size());
   RT_CHECK(n % devices == 0, "dp: batch of ", n, " does not split evenly over ", devices,
            " devices");
@@ -46,7 +46,7 @@ DataParallel::StepResult DataParallel::step(const Tensor& images, const Tensor& 
       StepResult s;
       s.loss = r.backend->softmax_cross_entropy(logits, y, label_smoothing, &r.dlogits);
       s.correct = r.backend->count_correct(logits, y);
-      r.backend->scale(r.dlogits, 1.0 / static_cast<double>(devices));
+      r.backend->scale(r.dlogits, grad_scale / static_cast<double>(devices));
       r.model->backward(r.dlogits);
       return s;
     }));

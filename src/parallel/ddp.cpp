@@ -3,8 +3,8 @@
 namespace ringtrain {
 
 DistributedDataParallel::DistributedDataParallel(ParameterSet& params, Communicator& comm,
-                                                 const DdpConfig& config)
-    : params_(params), comm_(comm), config_(config) {
+                                                 Backend& backend, const DdpConfig& config)
+    : params_(params), comm_(comm), backend_(backend), config_(config) {
   RT_CHECK(config.bucket_cap_mb > 0 && config.first_bucket_mb > 0,
            "ddp: bucket sizes must be positive, got ", config.bucket_cap_mb, " and ",
            config.first_bucket_mb, " MB");
@@ -39,7 +39,16 @@ void DistributedDataParallel::broadcast_buffers() {
   if (params_.flat_buffers().numel() > 0) comm_.broadcast(params_.flat_buffers(), 0);
 }
 
+void DistributedDataParallel::begin_micro_step(bool final, const Tensor* accumulated) {
+  communicate_ = final;
+  accumulated_ = final ? accumulated : nullptr;
+}
+
 void DistributedDataParallel::launch(Bucket& b, bool during_backward) {
+  if (accumulated_) {
+    Tensor range = params_.flat_grads().slice(b.offset, {b.size});
+    backend_.add(range, accumulated_->slice(b.offset, {b.size}), range);
+  }
   b.handle = comm_.all_reduce_async(params_.flat_grads(), b.offset, b.size, ReduceOp::average);
   b.launched = true;
   b.launched_during_backward = during_backward;
@@ -48,7 +57,7 @@ void DistributedDataParallel::launch(Bucket& b, bool during_backward) {
 void DistributedDataParallel::on_gradient(int id) {
   Bucket& b = buckets_.at(static_cast<size_t>(bucket_of_.at(static_cast<size_t>(id))));
   RT_CHECK(b.ready < b.params, "ddp: gradient of parameter ", id, " written twice in one step");
-  if (++b.ready == b.params && config_.overlap) launch(b, true);
+  if (++b.ready == b.params && config_.overlap && communicate_) launch(b, true);
   comm_.progress();
 }
 
@@ -56,10 +65,10 @@ void DistributedDataParallel::finish_gradients() {
   for (Bucket& b : buckets_) {
     RT_CHECK(b.ready == b.params, "ddp: bucket at offset ", b.offset, " has ", b.ready, " of ",
              b.params, " gradients after backward");
-    if (!b.launched) launch(b, false);
+    if (communicate_ && !b.launched) launch(b, false);
   }
   for (Bucket& b : buckets_) {
-    comm_.wait(b.handle);
+    if (b.launched) comm_.wait(b.handle);
     b.ready = 0;
     b.launched = false;
   }

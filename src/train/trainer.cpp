@@ -92,9 +92,11 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
 // --global-batch-size is split evenly over the ranks; --batch-size is per rank.
 TrainConfig per_rank_config(TrainConfig c, int world_size) {
   if (c.global_batch_size > 0) {
-    RT_CHECK(c.global_batch_size % world_size == 0, "config: --global-batch-size ",
-             c.global_batch_size, " does not divide evenly over ", world_size, " ranks");
-    c.batch_size = c.global_batch_size / world_size;
+    const int64_t parts = int64_t{world_size} * std::max(1, c.accum_steps);
+    RT_CHECK(c.global_batch_size % parts == 0, "config: --global-batch-size ", c.global_batch_size,
+             " does not divide evenly over ", world_size, " ranks x ", c.accum_steps,
+             " micro-batches");
+    c.batch_size = static_cast<int>(c.global_batch_size / parts);
   }
   c.validate();
   return c;
@@ -136,21 +138,60 @@ struct StepStats {
   int64_t correct = 0;
 };
 
-// One forward and backward; with DDP the averaged gradients are complete on return.
-StepStats forward_backward(ResNet& model, Backend& backend, DistributedDataParallel* ddp,
-                           const DeviceBatch& batch, float label_smoothing, Tensor& dlogits) {
+// What computes the gradients: one model (with DDP when there are several ranks) or
+// DataParallel's replicas.
+struct Replicas {
+  ResNet& model;
+  Backend& backend;
+  DistributedDataParallel* ddp;
+  DataParallel* dp;
+};
+
+// One forward and backward, the loss gradient scaled by grad_scale; with DDP the averaged
+// gradients are complete on return (after the final micro-step).
+StepStats micro_step(Replicas& r, const DeviceBatch& batch, float smoothing, double grad_scale,
+                     Tensor& dlogits) {
+  if (r.dp) {
+    const DataParallel::StepResult x =
+        r.dp->step(batch.images, batch.labels, smoothing, grad_scale);
+    return {x.loss, x.correct};
+  }
   StepStats s;
-  const Tensor& logits = model.forward(batch.images, true);
-  s.loss = backend.softmax_cross_entropy(logits, batch.labels, label_smoothing, &dlogits);
-  s.correct = backend.count_correct(logits, batch.labels);
-  model.backward(dlogits);
-  if (ddp) ddp->finish_gradients();
+  const Tensor& logits = r.model.forward(batch.images, true);
+  s.loss = r.backend.softmax_cross_entropy(logits, batch.labels, smoothing, &dlogits);
+  s.correct = r.backend.count_correct(logits, batch.labels);
+  if (grad_scale != 1.0) r.backend.scale(dlogits, grad_scale);
+  r.model.backward(dlogits);
+  if (r.ddp) r.ddp->finish_gradients();
   return s;
 }
 
-StepStats forward_backward(DataParallel& dp, const DeviceBatch& batch, float label_smoothing) {
-  const DataParallel::StepResult r = dp.step(batch.images, batch.labels, label_smoothing);
-  return {r.loss, r.correct};
+// One optimizer step's gradients from k micro-batches, each loss scaled by 1/k: the earlier
+// micro-steps' gradients are summed in `sum` and added to the last one's, by DDP bucket by
+// bucket before its all-reduce (no communication before the last micro-step), or here.
+StepStats accumulated_step(Replicas& r, DevicePrefetcher& batches, int k, float smoothing,
+                           Tensor& dlogits, Tensor& sum) {
+  StepStats total;
+  Tensor& grads = r.model.parameters().flat_grads();
+  for (int micro = 0; micro < k; ++micro) {
+    const DeviceBatch* batch = batches.next();
+    RT_CHECK(batch, "train: the loader ran out of batches in the middle of a step");
+    const bool last = micro + 1 == k;
+    if (r.ddp && k > 1) r.ddp->begin_micro_step(last, micro > 0 ? &sum : nullptr);
+    const StepStats s = micro_step(r, *batch, smoothing, 1.0 / k, dlogits);
+    total.loss += s.loss / k;
+    total.correct += s.correct;
+    if (!last) {
+      if (micro == 0) {
+        r.backend.copy(grads, sum);
+      } else {
+        r.backend.add(sum, grads, sum);
+      }
+    } else if (k > 1 && !r.ddp) {
+      r.backend.add(grads, sum, grads);
+    }
+  }
+  return total;
 }
 
 LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
@@ -225,18 +266,21 @@ TrainResult train(const TrainConfig& requested) {
   ResNet& model = dp ? dp->primary() : *own_model;
   std::optional<DistributedDataParallel> ddp;
   if (world.size() > 1) {
-    ddp.emplace(model.parameters(), comm, DdpConfig{config.bucket_cap_mb, 1.0, config.overlap});
+    ddp.emplace(model.parameters(), comm, backend,
+                DdpConfig{config.bucket_cap_mb, 1.0, config.overlap});
     ddp->broadcast_state();
   }
   Sgd sgd(
       model.parameters(), backend,
       SgdConfig{config.momentum, config.weight_decay, config.nesterov, config.decay_norm_and_bias});
   TrainSource train_source = make_train_source(config, data.train, world, backend);
-  const int64_t steps_per_epoch = train_source.batches->batches_per_epoch();
+  const int64_t steps_per_epoch = train_source.batches->batches_per_epoch() / config.accum_steps;
+  RT_CHECK(steps_per_epoch > 0, "train: ", train_source.batches->batches_per_epoch(),
+           " batches per epoch cannot make one step of ", config.accum_steps, " micro-batches");
   const int64_t total_steps = config.steps > 0 ? config.steps : config.epochs * steps_per_epoch;
   const int64_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
   const LrSchedule schedule = make_schedule(config, total_steps);
-  const int64_t global_batch = int64_t{config.batch_size} * world.size();
+  const int64_t global_batch = int64_t{config.batch_size} * world.size() * config.accum_steps;
 
   TrainResult result;
   result.parameters = model.parameter_count();
@@ -245,9 +289,9 @@ TrainResult train(const TrainConfig& requested) {
                mc.stem, mc.width, result.parameters, result.macs_per_image * 1e-9);
   spdlog::info(
       "data: {} train / {} test images {}x{}x{}, {} classes; {} steps of batch {} ({} per rank x "
-      "{} ranks) on {}",
+      "{} ranks x {} micro-batches) on {}",
       data.train.count, data.test.count, data.train.height, data.train.width, data.train.channels,
-      mc.classes, total_steps, global_batch, config.batch_size, world.size(),
+      mc.classes, total_steps, global_batch, config.batch_size, world.size(), config.accum_steps,
       dp ? str_cat("DataParallel over ", config.devices, " CPU devices")
          : str_cat(backend.name(), " with ", own_backend->threads(), " threads per rank"));
 
@@ -261,6 +305,10 @@ TrainResult train(const TrainConfig& requested) {
   DevicePrefetcher train_batches(*train_source.batches, backend),
       test_batches(test_loader, backend);
   Tensor dlogits = backend.zeros({config.batch_size, mc.classes}, backend.compute_dtype());
+  Replicas replicas{model, backend, ddp ? &*ddp : nullptr, dp ? &*dp : nullptr};
+  Tensor gradient_sum;  // gradient accumulation: the earlier micro-steps' gradients
+  if (config.accum_steps > 1)
+    gradient_sum = backend.zeros(model.parameters().flat_grads().shape(), DType::f32);
   int64_t step = 0;
   const auto start = Clock::now();
   auto last_log = start;
@@ -271,15 +319,11 @@ TrainResult train(const TrainConfig& requested) {
     int64_t steps_this_epoch = 0;
     double lr = 0;
     for (int64_t b = 0; b < steps_per_epoch && step < total_steps; ++b, ++step) {
-      const DeviceBatch* batch = train_batches.next();
-      RT_CHECK(batch, "train: loader ended the epoch after ", b, " of ", steps_per_epoch,
-               " batches");
       RT_CHECK(!(world.rank() == config.debug_fail_rank && step == config.debug_fail_step),
                "train: failure injected by --debug-fail-rank at step ", step);
       lr = schedule.at(step);
-      const StepStats st = dp ? forward_backward(*dp, *batch, config.label_smoothing)
-                              : forward_backward(model, backend, ddp ? &*ddp : nullptr, *batch,
-                                                 config.label_smoothing, dlogits);
+      const StepStats st = accumulated_step(replicas, train_batches, config.accum_steps,
+                                            config.label_smoothing, dlogits, gradient_sum);
       const double loss = st.loss;
       RT_CHECK(std::isfinite(loss), "train: loss is ", loss, " at step ", step, " (learning rate ",
                lr, " too high?)");
@@ -287,7 +331,7 @@ TrainResult train(const TrainConfig& requested) {
       sgd.step(static_cast<float>(lr));
       result.step_losses.push_back(loss);
       sums[0] += loss;
-      sums[2] += config.batch_size;
+      sums[2] += int64_t{config.batch_size} * config.accum_steps;
       ++steps_this_epoch;
       if (seconds_since(last_log) >= config.log_interval_s || step + 1 == total_steps) {
         last_log = Clock::now();

@@ -17,7 +17,7 @@ run() { timeout 120 "$mpiexec" -n "$1" --oversubscribe "${@:2}" >"$dir/log" 2>&1
 if run 2 "$bin" train --data "$dir/small.h5" --depth 18 --width 0.125 --global-batch-size 32 \
   --epochs 2 --threads 1 --workers 1 --metrics "$dir/metrics.jsonl"; then
   [ "$(grep -c "summary:" "$dir/log")" -eq 1 ] || fail "two ranks: want exactly one summary line (rank 0 logs)"
-  grep -q "batch 32 (16 per rank x 2 ranks)" "$dir/log" || fail "two ranks: global batch not split"
+  grep -q "batch 32 (16 per rank x 2 ranks x 1 micro-batches)" "$dir/log" || fail "two ranks: global batch not split"
   [ "$(wc -l <"$dir/metrics.jsonl")" -eq 2 ] || fail "two ranks: want 2 metrics lines"
   echo "ok   two ranks train"
 else
@@ -38,8 +38,17 @@ fi
 if run 3 "$bin" train --data "$dir/small.h5" --global-batch-size 32 --steps 1; then
   fail "indivisible global batch: exit status 0"
 else
-  grep -q "global-batch-size 32 does not divide evenly over 3 ranks" "$dir/log" || fail "indivisible global batch: no clear error"
+  grep -q "global-batch-size 32 does not divide evenly over 3 ranks x 1 micro-batches" "$dir/log" || fail "indivisible global batch: no clear error"
   echo "ok   indivisible global batch refused"
+fi
+
+if run 2 "$bin" train --data "$dir/small.h5" --depth 18 --width 0.125 --global-batch-size 32 \
+  --accum-steps 2 --steps 4 --threads 1 --workers 1; then
+  grep -q "batch 32 (8 per rank x 2 ranks x 2 micro-batches)" "$dir/log" || fail "accumulation: batch not split"
+  grep -q "summary: 4 steps" "$dir/log" || fail "accumulation: no summary"
+  echo "ok   two ranks with gradient accumulation"
+else
+  fail "accumulation: exit status $?"
 fi
 
 if run 2 "$bin" train --data "$dir/small.h5" --mode dp --steps 1; then

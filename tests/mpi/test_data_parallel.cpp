@@ -32,7 +32,7 @@ TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {
 
   CpuBackend backend(1);
   ResNet ddp_model(mc, backend, DType::f32, 11);
-  DistributedDataParallel ddp(ddp_model.parameters(), comm, DdpConfig{});
+  DistributedDataParallel ddp(ddp_model.parameters(), comm, backend, DdpConfig{});
   ddp.broadcast_state();
   Sgd ddp_sgd(ddp_model.parameters(), backend, sc);
   Tensor dlogits = Tensor::zeros({kChunk, 10}, DType::f32);

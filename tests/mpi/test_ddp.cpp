@@ -34,7 +34,7 @@ struct TinyNet {
   }
 
   // One step of forward, loss and backward; returns the loss.
-  double step(Backend& backend, const Tensor& x, const Tensor& labels) {
+  double step(Backend& backend, const Tensor& x, const Tensor& labels, double grad_scale = 1.0) {
     const int n = static_cast<int>(x.dim(0));
     features = Tensor::zeros(conv.output_shape(x.shape()), DType::f32);
     pooled = Tensor::zeros({n, 8}, DType::f32);
@@ -46,6 +46,7 @@ struct TinyNet {
     backend.global_avg_pool_forward(features, pooled);
     fc.forward(backend, pooled, logits);
     const double loss = backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits);
+    backend.scale(dlogits, grad_scale);
     fc.backward(backend, pooled, dlogits, &dpooled);
     backend.global_avg_pool_backward(dpooled, dfeatures);
     conv.backward(backend, x, dfeatures, nullptr);
@@ -68,7 +69,7 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
   TinyNet net(backend, comm.rank() == 0 ? 5 : 99);
   DdpConfig dc;
   dc.bucket_cap_mb = dc.first_bucket_mb = 0.0005;  // 500 bytes: fc, then conv, in two buckets
-  DistributedDataParallel ddp(net.params, comm, dc);
+  DistributedDataParallel ddp(net.params, comm, backend, dc);
   ASSERT_EQ(ddp.buckets().size(), 2u);
   ddp.broadcast_state();
   Sgd sgd(net.params, backend, sc);
@@ -100,6 +101,47 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
     ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::abs(b[i]))) << "parameter element " << i;
 }
 
+// Two micro-batches per step on every rank, accumulated, communicated once: one process on
+// all ranks' micro-batches concatenated must end with the same parameters.
+TEST(Ddp, GradientAccumulationEqualsOneProcessOnAllMicroBatches) {
+  World& world = World::get();
+  MpiCommunicator comm(world.comm());
+  CpuBackend backend(1);
+  SgdConfig sc;
+  TinyNet net(backend, 5);
+  DdpConfig dc;
+  dc.bucket_cap_mb = dc.first_bucket_mb = 0.0005;
+  DistributedDataParallel ddp(net.params, comm, backend, dc);
+  Sgd sgd(net.params, backend, sc);
+  TinyNet ref(backend, 5);
+  Sgd ref_sgd(ref.params, backend, sc);
+  Tensor sum = Tensor::zeros(net.params.flat_grads().shape(), DType::f32);
+  for (int step = 0; step < 2; ++step) {
+    for (int micro = 0; micro < 2; ++micro) {
+      Tensor x = Tensor::zeros({kPerRank, 3, 6, 6}, DType::f32);
+      Tensor labels = Tensor::zeros({kPerRank}, DType::i32);
+      fill_batch(2 * comm.rank() + micro, step, x, labels, 0);
+      ddp.begin_micro_step(micro == 1, micro == 1 ? &sum : nullptr);
+      net.step(backend, x, labels, 0.5);
+      ddp.finish_gradients();
+      if (micro == 0) backend.copy(net.params.flat_grads(), sum);
+    }
+    EXPECT_TRUE(ddp.buckets()[0].launched_during_backward);
+    sgd.step(0.1f);
+
+    const int shards = 2 * comm.size();
+    Tensor X = Tensor::zeros({shards * kPerRank, 3, 6, 6}, DType::f32);
+    Tensor L = Tensor::zeros({shards * kPerRank}, DType::i32);
+    for (int s = 0; s < shards; ++s) fill_batch(s, step, X, L, int64_t{s} * kPerRank);
+    ref.step(backend, X, L);
+    ref_sgd.step(0.1f);
+  }
+  const float* a = net.params.flat_params().data<float>();
+  const float* b = ref.params.flat_params().data<float>();
+  for (int64_t i = 0; i < net.params.param_count(); ++i)
+    ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::abs(b[i]))) << "parameter element " << i;
+}
+
 TEST(Ddp, WithoutOverlapEveryBucketWaitsForTheEndOfBackward) {
   World& world = World::get();
   MpiCommunicator comm(world.comm());
@@ -107,7 +149,7 @@ TEST(Ddp, WithoutOverlapEveryBucketWaitsForTheEndOfBackward) {
   TinyNet net(backend, 5);
   DdpConfig dc;
   dc.overlap = false;
-  DistributedDataParallel ddp(net.params, comm, dc);
+  DistributedDataParallel ddp(net.params, comm, backend, dc);
   ASSERT_EQ(ddp.buckets().size(), 1u);  // 25 MB holds the whole tiny model
   Tensor x = Tensor::zeros({kPerRank, 3, 6, 6}, DType::f32);
   Tensor labels = Tensor::zeros({kPerRank}, DType::i32);

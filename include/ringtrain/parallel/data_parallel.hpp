@@ -26,9 +26,10 @@ class DataParallel {
     double loss = 0;  // mean over the whole batch
     int64_t correct = 0;
   };
-  // Forward and backward over the whole batch; the gradient of the batch-mean loss ends in
-  // device 0's gradient buffer.
-  StepResult step(const Tensor& images, const Tensor& labels, float label_smoothing);
+  // Forward and backward over the whole batch; the gradient of the batch-mean loss, times
+  // grad_scale, ends in device 0's gradient buffer.
+  StepResult step(const Tensor& images, const Tensor& labels, float label_smoothing,
+                  double grad_scale = 1.0);
 
  private:
   struct Replica {

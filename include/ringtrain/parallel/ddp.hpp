@@ -1,6 +1,7 @@
 #pragma once
 #include <vector>
 
+#include "ringtrain/backend/backend.hpp"
 #include "ringtrain/dist/communicator.hpp"
 #include "ringtrain/nn/parameters.hpp"
 
@@ -24,7 +25,8 @@ class DistributedDataParallel {
     CommHandle handle = 0;
   };
 
-  DistributedDataParallel(ParameterSet& params, Communicator& comm, const DdpConfig& config);
+  DistributedDataParallel(ParameterSet& params, Communicator& comm, Backend& backend,
+                          const DdpConfig& config);
   ~DistributedDataParallel();
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
@@ -34,7 +36,12 @@ class DistributedDataParallel {
   // Rank 0's batch-norm running statistics to every rank (before evaluation and checkpoints:
   // ranks see different batches, so their running statistics drift apart).
   void broadcast_buffers();
-  // After backward: launches what is not launched yet, waits for every bucket.
+  // Gradient accumulation, called before each micro-step's backward: non-final micro-steps do
+  // not communicate; on the final one every bucket first adds `accumulated` (the sum of the
+  // earlier micro-steps' gradients) to its range, then all-reduces it.
+  void begin_micro_step(bool final, const Tensor* accumulated);
+  // After backward: launches what is not launched yet, waits for every bucket (nothing to
+  // communicate after a non-final micro-step).
   void finish_gradients();
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
@@ -45,7 +52,10 @@ class DistributedDataParallel {
 
   ParameterSet& params_;
   Communicator& comm_;
+  Backend& backend_;
   DdpConfig config_;
+  bool communicate_ = true;
+  const Tensor* accumulated_ = nullptr;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;  // parameter id -> bucket
 };
