@@ -102,6 +102,7 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--global-batch-size", c.global_batch_size,
                  "images per step over all ranks (instead of --batch-size)")
       ->check(kPositive);
+  cmd.add_flag("--sync-bn", c.sync_bn, "SyncBatchNorm: batch statistics over all ranks");
   cmd.add_option("--accum-steps", c.accum_steps,
                  "micro-batches per optimizer step; DDP communicates on the last one only")
       ->check(kPositive)

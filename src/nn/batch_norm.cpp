@@ -32,16 +32,33 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
   if (!save_mean_.defined()) {
     save_mean_ = backend.zeros({channels_}, x.dtype());
     save_invstd_ = backend.zeros({channels_}, x.dtype());
+    sums_ = backend.zeros({2 * channels_ + 1}, DType::f64);
+    grad_sums_ = backend.zeros({2 * channels_}, DType::f64);
+    global_grad_sums_ = backend.zeros({2 * channels_}, DType::f64);
   }
-  backend.batch_norm_forward_train(x, params_->param(weight_), params_->param(bias_), kMomentum,
-                                   kEps, relu_, y, save_mean_, save_invstd_, mean, var);
+  backend.batch_norm_sums(x, sums_);
+  if (sync_) sync_->wait(sync_->all_reduce_async(sums_, 0, sums_.numel(), ReduceOp::sum));
+  count_ = static_cast<double>(x.numel() / channels_) * (sync_ ? sync_->size() : 1);
+  backend.batch_norm_forward_from_sums(x, params_->param(weight_), params_->param(bias_), sums_,
+                                       kMomentum, kEps, relu_, y, save_mean_, save_invstd_, mean,
+                                       var);
 }
 
-void BatchNorm2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx) const {
+// With SyncBatchNorm dx needs the gradient sums of every rank; dgamma and dbeta stay this rank's
+// (DDP averages them with the other gradients).
+void BatchNorm2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx) {
   RT_CHECK(save_mean_.defined(), "BatchNorm2d::backward: no training forward before backward");
+  const Tensor gamma = params_->param(weight_), beta = params_->param(bias_);
+  backend.batch_norm_backward_sums(x, dy, gamma, beta, save_mean_, save_invstd_, relu_, grad_sums_);
+  if (sync_) {
+    backend.copy(grad_sums_, global_grad_sums_);
+    sync_->wait(
+        sync_->all_reduce_async(global_grad_sums_, 0, global_grad_sums_.numel(), ReduceOp::sum));
+  }
   Tensor dw = params_->grad(weight_), db = params_->grad(bias_);
-  backend.batch_norm_backward(x, dy, params_->param(weight_), params_->param(bias_), save_mean_,
-                              save_invstd_, relu_, dx, dw, db);
+  backend.batch_norm_backward_from_sums(x, dy, gamma, beta, save_mean_, save_invstd_, relu_,
+                                        grad_sums_, sync_ ? global_grad_sums_ : grad_sums_, count_,
+                                        dx, dw, db);
   params_->gradient_written(bias_);
   params_->gradient_written(weight_);
 }

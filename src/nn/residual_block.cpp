@@ -56,6 +56,11 @@ void ResidualBlock::init(Backend& backend, std::mt19937_64& rng, bool zero_init_
   if (shortcut_) shortcut_->init(backend, rng, false);
 }
 
+void ResidualBlock::set_sync_batch_norm(Communicator* comm) {
+  for (ConvBn& u : main_) u.set_sync_batch_norm(comm);
+  if (shortcut_) shortcut_->set_sync_batch_norm(comm);
+}
+
 Shape ResidualBlock::output_shape(const Shape& x) const {
   Shape s = x;
   for (const ConvBn& u : main_) s = u.output_shape(s);

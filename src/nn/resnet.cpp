@@ -123,6 +123,11 @@ const Tensor& ResNet::forward(const Tensor& images, bool training) {
   return logits_;
 }
 
+void ResNet::set_sync_batch_norm(Communicator* comm) {
+  stem_.set_sync_batch_norm(comm);
+  for (ResidualBlock& b : blocks_) b.set_sync_batch_norm(comm);
+}
+
 void ResNet::backward(const Tensor& dlogits) {
   RT_CHECK(input_.defined(), "ResNet::backward: no forward before backward");
   fc_->backward(backend_, features_, dlogits, &d_features_);

@@ -21,6 +21,9 @@ void TrainConfig::validate() const {
   RT_CHECK(devices > 0, "config: --devices must be positive, got ", devices);
   RT_CHECK(mode != "dp" || batch_size % devices == 0, "config: --mode dp splits the batch of ",
            batch_size, " evenly over ", devices, " devices: it does not divide");
+  RT_CHECK(!(sync_bn && mode == "dp"),
+           "config: --sync-bn is for DDP; --mode dp keeps "
+           "per-device statistics as torch.nn.DataParallel does");
   RT_CHECK(accum_steps > 0, "config: --accum-steps must be positive, got ", accum_steps);
   RT_CHECK(threads >= 0, "config: --threads must be >= 0, got ", threads);
   resnet_layout(model.depth);

@@ -265,6 +265,7 @@ TrainResult train(const TrainConfig& requested) {
   Backend& backend = dp ? dp->primary_backend() : *own_backend;
   ResNet& model = dp ? dp->primary() : *own_model;
   std::optional<DistributedDataParallel> ddp;
+  if (world.size() > 1 && config.sync_bn) model.set_sync_batch_norm(&comm);
   if (world.size() > 1) {
     ddp.emplace(model.parameters(), comm, backend,
                 DdpConfig{config.bucket_cap_mb, 1.0, config.overlap});

@@ -59,21 +59,31 @@ class Backend {
   virtual void conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
                                     Tensor& dw) = 0;
 
-  // Batch norm over N,H,W per channel, optionally followed by a ReLU in the same pass. Training
-  // uses batch statistics, keeps mean and 1/std for backward, and updates the running statistics
-  // as PyTorch does (unbiased running variance). Backward recomputes the ReLU mask from x, the
-  // saved statistics, gamma and beta, so the BN output need not be kept.
-  virtual void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                        float momentum, float eps, bool relu, Tensor& y,
-                                        Tensor& save_mean, Tensor& save_invstd,
-                                        Tensor& running_mean, Tensor& running_var) = 0;
+  // Batch norm over N,H,W per channel, optionally followed by a ReLU in the same pass, in
+  // phases so that SyncBatchNorm can all-reduce the per-channel sums between them (f64
+  // tensors). Forward: sums [2C+1] = (sum x, sum x^2, count); then normalise with the batch
+  // statistics they give, keep mean and 1/std for backward, and update the running statistics
+  // as PyTorch does (unbiased running variance). Backward: sums [2C] = (sum g, sum g*xhat) with
+  // g the gradient masked by the ReLU (recomputed from x, the statistics, gamma and beta);
+  // dgamma and dbeta from this rank's sums, dx from the global ones over `count` values.
+  virtual void batch_norm_sums(const Tensor& x, Tensor& sums) = 0;
+  virtual void batch_norm_forward_from_sums(const Tensor& x, const Tensor& gamma,
+                                            const Tensor& beta, const Tensor& sums, float momentum,
+                                            float eps, bool relu, Tensor& y, Tensor& save_mean,
+                                            Tensor& save_invstd, Tensor& running_mean,
+                                            Tensor& running_var) = 0;
   virtual void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                        const Tensor& running_mean, const Tensor& running_var,
                                        float eps, bool relu, Tensor& y) = 0;
-  virtual void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const Tensor& beta, const Tensor& save_mean,
-                                   const Tensor& save_invstd, bool relu, Tensor& dx, Tensor& dgamma,
-                                   Tensor& dbeta) = 0;
+  virtual void batch_norm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                        const Tensor& beta, const Tensor& save_mean,
+                                        const Tensor& save_invstd, bool relu, Tensor& sums) = 0;
+  virtual void batch_norm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                             const Tensor& beta, const Tensor& save_mean,
+                                             const Tensor& save_invstd, bool relu,
+                                             const Tensor& local_sums, const Tensor& global_sums,
+                                             double count, Tensor& dx, Tensor& dgamma,
+                                             Tensor& dbeta) = 0;
 
   // Elementwise. y may alias a; dx may alias dy.
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;

@@ -1,6 +1,7 @@
 #pragma once
 #include <string>
 
+#include "ringtrain/dist/communicator.hpp"
 #include "ringtrain/nn/parameters.hpp"
 
 namespace ringtrain {
@@ -16,7 +17,10 @@ class BatchNorm2d {
   void init(Backend& backend, bool zero_weight) const;
 
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool training);
-  void backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx) const;
+  void backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx);
+  // SyncBatchNorm: batch statistics and their gradients all-reduced over the communicator's
+  // ranks (nullptr: this rank's batch alone).
+  void set_sync(Communicator* comm) { sync_ = comm; }
 
   static constexpr float kMomentum = 0.1f;
   static constexpr float kEps = 1e-5f;
@@ -26,7 +30,10 @@ class BatchNorm2d {
   int channels_;
   bool relu_;
   int weight_, bias_, running_mean_, running_var_;
+  Communicator* sync_ = nullptr;
   Tensor save_mean_, save_invstd_;
+  Tensor sums_, grad_sums_, global_grad_sums_;  // f64 per-channel sums (SyncBatchNorm phases)
+  double count_ = 0;                            // values per channel in the (global) batch
 };
 
 }  // namespace ringtrain

@@ -26,6 +26,7 @@ class ConvBn {
   // into dx when given.
   void backward(Backend& backend, const Tensor& x, Tensor& dy, Tensor* dx);
 
+  void set_sync_batch_norm(Communicator* comm) { bn_.set_sync(comm); }
   Tensor& out() { return out_; }
   // Where the next unit writes the gradient at this unit's output.
   Tensor& d_out() { return d_out_; }
@@ -54,6 +55,7 @@ class ResidualBlock {
   void forward(Backend& backend, const Tensor& x, bool training);
   // Reads the gradient at the output from d_out(); writes the input gradient into dx.
   void backward(Backend& backend, const Tensor& x, Tensor* dx);
+  void set_sync_batch_norm(Communicator* comm);
 
   Tensor& out() { return out_; }
   Tensor& d_out() { return d_out_; }

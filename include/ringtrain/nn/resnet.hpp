@@ -44,6 +44,8 @@ class ResNet {
   const Tensor& forward(const Tensor& images, bool training);
   // Writes every parameter gradient from the gradient of the loss at the logits.
   void backward(const Tensor& dlogits);
+  // SyncBatchNorm in every batch norm (nullptr: per-rank statistics).
+  void set_sync_batch_norm(Communicator* comm);
 
  private:
   void allocate(const Shape& input);

@@ -16,8 +16,9 @@ struct TrainConfig {
   std::string mode = "ddp";  // ddp: one process per device; dp: DataParallel in one process
   int devices = 2;           // dp: CPU replicas
   int global_batch_size = 0;
-  int accum_steps = 1;  // micro-batches per optimizer step (gradient accumulation)       // > 0:
-                        // split evenly over the ranks instead
+  bool sync_bn = false;  // SyncBatchNorm: batch statistics over all ranks
+  int accum_steps = 1;   // micro-batches per optimizer step (gradient accumulation)       // > 0:
+                         // split evenly over the ranks instead
   double bucket_cap_mb = 25.0;     // DDP gradient bucket size
   bool overlap = true;             // DDP: all-reduce buckets during backward
   double comm_timeout_s = 600;     // a collective slower than this ends the job

@@ -108,20 +108,39 @@ void CpuBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, co
   });
 }
 
-void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                          float momentum, float eps, bool relu, Tensor& y,
-                                          Tensor& save_mean, Tensor& save_invstd,
-                                          Tensor& running_mean, Tensor& running_var) {
-  const auto s = norm_shape("batch_norm_forward_train", x);
-  check_same_shape("batch_norm_forward_train", x, y);
-  for (const Tensor* t : std::initializer_list<const Tensor*>{
-           &gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var})
-    check_shape("batch_norm_forward_train", "per-channel vector", *t, {s.c});
-  dispatch_float("batch_norm_forward_train", x, [&](auto tag) {
+namespace {
+
+void check_channels(const char* op, std::initializer_list<const Tensor*> vectors, int64_t c) {
+  for (const Tensor* t : vectors) check_shape(op, "per-channel vector", *t, {c});
+}
+
+}  // namespace
+
+void CpuBackend::batch_norm_sums(const Tensor& x, Tensor& sums) {
+  const auto s = norm_shape("batch_norm_sums", x);
+  check_shape("batch_norm_sums", "f64 sums", sums, {2 * s.c + 1});
+  dispatch_float("batch_norm_sums", x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::batch_norm_forward_train<T>(
-        pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(), momentum, eps, relu, y.data<T>(),
-        save_mean.data<T>(), save_invstd.data<T>(), running_mean.data<T>(), running_var.data<T>());
+    cpu::batch_norm_sums<T>(pool_, s, x.data<T>(), sums.data<double>());
+  });
+}
+
+void CpuBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& gamma,
+                                              const Tensor& beta, const Tensor& sums,
+                                              float momentum, float eps, bool relu, Tensor& y,
+                                              Tensor& save_mean, Tensor& save_invstd,
+                                              Tensor& running_mean, Tensor& running_var) {
+  const char* op = "batch_norm_forward_from_sums";
+  const auto s = norm_shape(op, x);
+  check_same_shape(op, x, y);
+  check_shape(op, "f64 sums", sums, {2 * s.c + 1});
+  check_channels(op, {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var}, s.c);
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_forward_from_sums<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
+                                         sums.data<double>(), momentum, eps, relu, y.data<T>(),
+                                         save_mean.data<T>(), save_invstd.data<T>(),
+                                         running_mean.data<T>(), running_var.data<T>());
   });
 }
 
@@ -141,21 +160,41 @@ void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, c
   });
 }
 
-void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                     const Tensor& beta, const Tensor& save_mean,
-                                     const Tensor& save_invstd, bool relu, Tensor& dx,
-                                     Tensor& dgamma, Tensor& dbeta) {
-  const auto s = norm_shape("batch_norm_backward", x);
-  check_same_shape("batch_norm_backward", x, dy);
-  check_same_shape("batch_norm_backward", x, dx);
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&gamma, &beta, &save_mean,
-                                                              &save_invstd, &dgamma, &dbeta})
-    check_shape("batch_norm_backward", "per-channel vector", *t, {s.c});
-  dispatch_float("batch_norm_backward", x, [&](auto tag) {
+void CpuBackend::batch_norm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                          const Tensor& beta, const Tensor& save_mean,
+                                          const Tensor& save_invstd, bool relu, Tensor& sums) {
+  const char* op = "batch_norm_backward_sums";
+  const auto s = norm_shape(op, x);
+  check_same_shape(op, x, dy);
+  check_shape(op, "f64 sums", sums, {2 * s.c});
+  check_channels(op, {&gamma, &beta, &save_mean, &save_invstd}, s.c);
+  dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::batch_norm_backward<T>(pool_, s, x.data<T>(), dy.data<T>(), gamma.data<T>(),
-                                beta.data<T>(), save_mean.data<T>(), save_invstd.data<T>(), relu,
-                                dx.data<T>(), dgamma.data<T>(), dbeta.data<T>());
+    cpu::batch_norm_backward_sums<T>(pool_, s, x.data<T>(), dy.data<T>(), gamma.data<T>(),
+                                     beta.data<T>(), save_mean.data<T>(), save_invstd.data<T>(),
+                                     relu, sums.data<double>());
+  });
+}
+
+void CpuBackend::batch_norm_backward_from_sums(const Tensor& x, const Tensor& dy,
+                                               const Tensor& gamma, const Tensor& beta,
+                                               const Tensor& save_mean, const Tensor& save_invstd,
+                                               bool relu, const Tensor& local_sums,
+                                               const Tensor& global_sums, double count, Tensor& dx,
+                                               Tensor& dgamma, Tensor& dbeta) {
+  const char* op = "batch_norm_backward_from_sums";
+  const auto s = norm_shape(op, x);
+  check_same_shape(op, x, dy);
+  check_same_shape(op, x, dx);
+  check_shape(op, "f64 local sums", local_sums, {2 * s.c});
+  check_shape(op, "f64 global sums", global_sums, {2 * s.c});
+  check_channels(op, {&gamma, &beta, &save_mean, &save_invstd, &dgamma, &dbeta}, s.c);
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_backward_from_sums<T>(
+        pool_, s, x.data<T>(), dy.data<T>(), gamma.data<T>(), beta.data<T>(), save_mean.data<T>(),
+        save_invstd.data<T>(), relu, local_sums.data<double>(), global_sums.data<double>(), count,
+        dx.data<T>(), dgamma.data<T>(), dbeta.data<T>());
   });
 }
 

@@ -37,25 +37,37 @@ void apply_affine(NormShape s, int64_t c, const T* x, Affine<T> a, bool relu, T*
 }  // namespace
 
 template <class T>
-void batch_norm_forward_train(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
-                              const T* beta, double momentum, double eps, bool relu, T* y,
-                              T* save_mean, T* save_invstd, T* running_mean, T* running_var) {
-  const double count = static_cast<double>(s.n * s.hw);
+void batch_norm_sums(ThreadPool& pool, NormShape s, const T* x, double* sums) {
   pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      double sum = 0;
+      double sum = 0, sq = 0;
       for_channel_planes<T>(s, c, [&](int64_t at) {
-        for (int64_t i = 0; i < s.hw; ++i) sum += x[at + i];
+        for (int64_t i = 0; i < s.hw; ++i) {
+          const double v = x[at + i];
+          sum += v;
+          sq += v * v;
+        }
       });
-      const double mean = sum / count;
-      double sq = 0;
-      for_channel_planes<T>(s, c, [&](int64_t at) {
-        for (int64_t i = 0; i < s.hw; ++i) sq += (x[at + i] - mean) * (x[at + i] - mean);
-      });
-      const double var = sq / count;
+      sums[c] = sum;
+      sums[s.c + c] = sq;
+    }
+  });
+  sums[2 * s.c] = static_cast<double>(s.n * s.hw);
+}
+
+template <class T>
+void batch_norm_forward_from_sums(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
+                                  const T* beta, const double* sums, double momentum, double eps,
+                                  bool relu, T* y, T* save_mean, T* save_invstd, T* running_mean,
+                                  T* running_var) {
+  const double count = sums[2 * s.c];
+  pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const double mean = sums[c] / count;
+      const double var = std::max(sums[s.c + c] / count - mean * mean, 0.0);
       save_mean[c] = static_cast<T>(mean);
       save_invstd[c] = static_cast<T>(1.0 / std::sqrt(var + eps));
-      const double unbiased = count > 1 ? sq / (count - 1) : var;
+      const double unbiased = count > 1 ? var * count / (count - 1) : var;
       running_mean[c] = static_cast<T>((1 - momentum) * running_mean[c] + momentum * mean);
       running_var[c] = static_cast<T>((1 - momentum) * running_var[c] + momentum * unbiased);
       apply_affine(s, c, x, Affine<T>(gamma[c], beta[c], save_mean[c], save_invstd[c]), relu, y);
@@ -75,17 +87,23 @@ void batch_norm_forward_eval(ThreadPool& pool, NormShape s, const T* x, const T*
   });
 }
 
-// With g = dy masked by the ReLU: dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)).
+// g = dy masked by the ReLU, recomputed from x and the affine map.
 template <class T>
-void batch_norm_backward(ThreadPool& pool, NormShape s, const T* x, const T* dy, const T* gamma,
-                         const T* beta, const T* save_mean, const T* save_invstd, bool relu, T* dx,
-                         T* dgamma, T* dbeta) {
-  const double count = static_cast<double>(s.n * s.hw);
+struct MaskedGradient {
+  const T *x, *dy;
+  Affine<T> a;
+  bool relu;
+  T operator()(int64_t i) const { return (!relu || a(x[i]) > T(0)) ? dy[i] : T(0); }
+};
+
+template <class T>
+void batch_norm_backward_sums(ThreadPool& pool, NormShape s, const T* x, const T* dy,
+                              const T* gamma, const T* beta, const T* save_mean,
+                              const T* save_invstd, bool relu, double* sums) {
   pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const T m = save_mean[c], is = save_invstd[c];
-      const Affine<T> a(gamma[c], beta[c], m, is);
-      auto grad = [&](int64_t i) { return (!relu || a(x[i]) > T(0)) ? dy[i] : T(0); };
+      const MaskedGradient<T> grad{x, dy, Affine<T>(gamma[c], beta[c], m, is), relu};
       double sum_dy = 0, sum_dy_xhat = 0;
       for_channel_planes<T>(s, c, [&](int64_t at) {
         for (int64_t i = at; i < at + s.hw; ++i) {
@@ -94,11 +112,28 @@ void batch_norm_backward(ThreadPool& pool, NormShape s, const T* x, const T* dy,
           sum_dy_xhat += g * ((x[i] - m) * is);
         }
       });
-      dgamma[c] = static_cast<T>(sum_dy_xhat);
-      dbeta[c] = static_cast<T>(sum_dy);
+      sums[c] = sum_dy;
+      sums[s.c + c] = sum_dy_xhat;
+    }
+  });
+}
+
+// dgamma, dbeta from this rank's sums; dx = gamma * invstd * (g - mean(g) - xhat * mean(g xhat))
+// with the means over the whole (possibly all-reduced) batch of `count` values.
+template <class T>
+void batch_norm_backward_from_sums(ThreadPool& pool, NormShape s, const T* x, const T* dy,
+                                   const T* gamma, const T* beta, const T* save_mean,
+                                   const T* save_invstd, bool relu, const double* local,
+                                   const double* global, double count, T* dx, T* dgamma, T* dbeta) {
+  pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const T m = save_mean[c], is = save_invstd[c];
+      const MaskedGradient<T> grad{x, dy, Affine<T>(gamma[c], beta[c], m, is), relu};
+      dbeta[c] = static_cast<T>(local[c]);
+      dgamma[c] = static_cast<T>(local[s.c + c]);
       const T k = gamma[c] * is;
-      const T mean_dy = static_cast<T>(sum_dy / count);
-      const T mean_dy_xhat = static_cast<T>(sum_dy_xhat / count);
+      const T mean_dy = static_cast<T>(global[c] / count);
+      const T mean_dy_xhat = static_cast<T>(global[s.c + c] / count);
       for_channel_planes<T>(s, c, [&](int64_t at) {
         for (int64_t i = at; i < at + s.hw; ++i)
           dx[i] = k * (grad(i) - mean_dy - (x[i] - m) * is * mean_dy_xhat);
@@ -107,13 +142,18 @@ void batch_norm_backward(ThreadPool& pool, NormShape s, const T* x, const T* dy,
   });
 }
 
-#define RT_INSTANTIATE(T)                                                                         \
-  template void batch_norm_forward_train<T>(ThreadPool&, NormShape, const T*, const T*, const T*, \
-                                            double, double, bool, T*, T*, T*, T*, T*);            \
-  template void batch_norm_forward_eval<T>(ThreadPool&, NormShape, const T*, const T*, const T*,  \
-                                           const T*, const T*, double, bool, T*);                 \
-  template void batch_norm_backward<T>(ThreadPool&, NormShape, const T*, const T*, const T*,      \
-                                       const T*, const T*, const T*, bool, T*, T*, T*);
+#define RT_INSTANTIATE(T)                                                                          \
+  template void batch_norm_sums<T>(ThreadPool&, NormShape, const T*, double*);                     \
+  template void batch_norm_forward_from_sums<T>(ThreadPool&, NormShape, const T*, const T*,        \
+                                                const T*, const double*, double, double, bool, T*, \
+                                                T*, T*, T*, T*);                                   \
+  template void batch_norm_forward_eval<T>(ThreadPool&, NormShape, const T*, const T*, const T*,   \
+                                           const T*, const T*, double, bool, T*);                  \
+  template void batch_norm_backward_sums<T>(ThreadPool&, NormShape, const T*, const T*, const T*,  \
+                                            const T*, const T*, const T*, bool, double*);          \
+  template void batch_norm_backward_from_sums<T>(                                                  \
+      ThreadPool&, NormShape, const T*, const T*, const T*, const T*, const T*, const T*, bool,    \
+      const double*, const double*, double, T*, T*, T*);
 RT_INSTANTIATE(float)
 RT_INSTANTIATE(double)
 #undef RT_INSTANTIATE

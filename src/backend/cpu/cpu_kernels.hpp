@@ -19,18 +19,28 @@ void conv_backward_filter(ThreadPool& pool, const ConvGeometry& g, const T* x, c
 struct NormShape {
   int64_t n, c, hw;
 };
+// Batch norm in phases, so that SyncBatchNorm can all-reduce the sums between them.
+// Forward sums: [sum x (C), sum x^2 (C), count]; backward sums: [sum g (C), sum g*xhat (C)].
 template <class T>
-void batch_norm_forward_train(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
-                              const T* beta, double momentum, double eps, bool relu, T* y,
-                              T* save_mean, T* save_invstd, T* running_mean, T* running_var);
+void batch_norm_sums(ThreadPool& pool, NormShape s, const T* x, double* sums);
+template <class T>
+void batch_norm_forward_from_sums(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
+                                  const T* beta, const double* sums, double momentum, double eps,
+                                  bool relu, T* y, T* save_mean, T* save_invstd, T* running_mean,
+                                  T* running_var);
 template <class T>
 void batch_norm_forward_eval(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
                              const T* beta, const T* running_mean, const T* running_var, double eps,
                              bool relu, T* y);
 template <class T>
-void batch_norm_backward(ThreadPool& pool, NormShape s, const T* x, const T* dy, const T* gamma,
-                         const T* beta, const T* save_mean, const T* save_invstd, bool relu, T* dx,
-                         T* dgamma, T* dbeta);
+void batch_norm_backward_sums(ThreadPool& pool, NormShape s, const T* x, const T* dy,
+                              const T* gamma, const T* beta, const T* save_mean,
+                              const T* save_invstd, bool relu, double* sums);
+template <class T>
+void batch_norm_backward_from_sums(ThreadPool& pool, NormShape s, const T* x, const T* dy,
+                                   const T* gamma, const T* beta, const T* save_mean,
+                                   const T* save_invstd, bool relu, const double* local,
+                                   const double* global, double count, T* dx, T* dgamma, T* dbeta);
 
 template <class T>
 void max_pool_forward(const PoolGeometry& g, const T* x, T* y);

@@ -32,16 +32,22 @@ class CpuBackend final : public Backend {
   void conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
                             Tensor& dw) override;
 
-  void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                float momentum, float eps, bool relu, Tensor& y, Tensor& save_mean,
-                                Tensor& save_invstd, Tensor& running_mean,
-                                Tensor& running_var) override;
+  void batch_norm_sums(const Tensor& x, Tensor& sums) override;
+  void batch_norm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                    const Tensor& sums, float momentum, float eps, bool relu,
+                                    Tensor& y, Tensor& save_mean, Tensor& save_invstd,
+                                    Tensor& running_mean, Tensor& running_var) override;
   void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                const Tensor& running_mean, const Tensor& running_var, float eps,
                                bool relu, Tensor& y) override;
-  void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                           const Tensor& beta, const Tensor& save_mean, const Tensor& save_invstd,
-                           bool relu, Tensor& dx, Tensor& dgamma, Tensor& dbeta) override;
+  void batch_norm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                const Tensor& beta, const Tensor& save_mean,
+                                const Tensor& save_invstd, bool relu, Tensor& sums) override;
+  void batch_norm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                     const Tensor& beta, const Tensor& save_mean,
+                                     const Tensor& save_invstd, bool relu, const Tensor& local_sums,
+                                     const Tensor& global_sums, double count, Tensor& dx,
+                                     Tensor& dgamma, Tensor& dbeta) override;
 
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
