@@ -31,8 +31,7 @@ StreamingLoader::StreamingLoader(std::string path, std::string split, const Spli
            window_images, " images cannot hold one batch of ", config.batch_size, " for each of ",
            world_size, " ranks: raise --memory-budget-mb");
   windows_ = (meta.count + window_images - 1) / window_images;
-  for (int64_t w = 0; w < windows_; ++w)
-    batches_ += window_size(w) / world_size / config.batch_size;
+  for (int64_t w = 0; w < windows_; ++w) batches_ += batches_in_window(w);
   RT_CHECK(batches_ > 0, "streaming: no whole batch of ", config.batch_size, " fits the windows");
   window_.height = meta.height;
   window_.width = meta.width;
@@ -41,6 +40,10 @@ StreamingLoader::StreamingLoader(std::string path, std::string split, const Spli
 
 int64_t StreamingLoader::window_size(int64_t w) const {
   return std::min(window_images_, meta_.count - w * window_images_);
+}
+
+int64_t StreamingLoader::batches_in_window(int64_t w) const {
+  return window_size(w) / world_ / config_.batch_size;
 }
 
 Normalization StreamingLoader::statistics(const std::string& path, const std::string& split,
@@ -73,7 +76,7 @@ bool StreamingLoader::open_next_window() {
   while (position_ < order_.size()) {
     const int64_t w = order_[position_++];
     const int64_t first = w * window_images_, n = window_size(w);
-    if (n / world_ / config_.batch_size == 0) continue;
+    if (batches_in_window(w) == 0) continue;
     window_.count = n;
     window_.images.resize(static_cast<size_t>(n * window_.image_bytes()));
     read_hdf5_images(path_, split_name_, first, n, window_.images.data());

@@ -32,8 +32,6 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-LoaderConfig loader_config(const TrainConfig& c, bool training);
-
 std::string data_path(const TrainConfig& c) {
   return c.data.empty() ? c.synth_path : c.data;
 }
@@ -55,6 +53,19 @@ Dataset load_data(const TrainConfig& c, Communicator& comm) {
   comm.barrier();
   spdlog::info("no --data given: using the synthetic dataset {}", c.synth_path);
   return read_hdf5_dataset(c.synth_path, budget_bytes(c));
+}
+
+LoaderConfig loader_config(const TrainConfig& c, bool training) {
+  LoaderConfig l;
+  l.batch_size = training ? c.batch_size : c.eval_batch_size;
+  l.workers = c.workers;
+  l.prefetch_factor = c.prefetch_factor;
+  l.persistent_workers = c.persistent_workers;
+  l.augment = training && c.augment;
+  l.shuffle = training;
+  l.drop_last = training;
+  l.seed = c.seed;
+  return l;
 }
 
 // Training batches from memory, or streamed window by window when the images stayed on disk.
@@ -118,19 +129,6 @@ EvalSums evaluate(ResNet& model, Backend& backend, DevicePrefetcher& batches) {
     s.count += static_cast<double>(n);
   }
   return s;
-}
-
-LoaderConfig loader_config(const TrainConfig& c, bool training) {
-  LoaderConfig l;
-  l.batch_size = training ? c.batch_size : c.eval_batch_size;
-  l.workers = c.workers;
-  l.prefetch_factor = c.prefetch_factor;
-  l.persistent_workers = c.persistent_workers;
-  l.augment = training && c.augment;
-  l.shuffle = training;
-  l.drop_last = training;
-  l.seed = c.seed;
-  return l;
 }
 
 struct StepStats {
@@ -297,12 +295,13 @@ TrainResult train(const TrainConfig& requested) {
          : str_cat(backend.name(), " with ", own_backend->threads(), " threads per rank"));
 
   std::ofstream metrics = world.is_root() ? open_metrics(config.metrics_path) : std::ofstream();
-  const ImageWriter test_writer(data.test, train_source.norm, 4, backend.compute_dtype(),
-                                backend.layout());
+  const LoaderConfig test_config = loader_config(config, false);
+  const ImageWriter test_writer(data.test, train_source.norm, test_config.pad,
+                                backend.compute_dtype(), backend.layout());
   Loader test_loader(
       data.test, test_writer,
       DistributedSampler(data.test.count, world.size(), world.rank(), false, ShardTail::uneven, 0),
-      loader_config(config, false), backend);
+      test_config, backend);
   DevicePrefetcher train_batches(*train_source.batches, backend),
       test_batches(test_loader, backend);
   Tensor dlogits = backend.zeros({config.batch_size, mc.classes}, backend.compute_dtype());

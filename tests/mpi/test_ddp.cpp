@@ -75,7 +75,6 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
   Sgd sgd(net.params, backend, sc);
 
   TinyNet ref(backend, 5);
-  ref.params.set_gradient_listener(nullptr);
   Sgd ref_sgd(ref.params, backend, sc);
 
   for (int step = 0; step < 3; ++step) {

@@ -33,6 +33,7 @@ class StreamingLoader final : public BatchSource {
 
  private:
   int64_t window_size(int64_t w) const;
+  int64_t batches_in_window(int64_t w) const;  // this rank's, drop-last
   bool open_next_window();
 
   std::string path_, split_name_;

@@ -137,10 +137,24 @@ const T* columns_of(const Plan& p, const T* x, int n0, int images) {
   return col;
 }
 
+// Output-gradient columns [k][images*pq] of images [n0, n0+images); may point straight into dy.
 template <class T>
+const T* gradient_columns(const Plan& p, const T* dy, int n0, int images) {
+  const T* dout = dy + n0 * int64_t{p.g.k} * p.pq;
+  if (images == 1) return dout;
+  T* gathered = scratch<T>(1, p.g.k * images * p.pq);
+  gather_columns(dout, p.g.k, p.pq, images, gathered);
+  return gathered;
+}
+
+// The groups are split into this many contiguous parts, one per thread.
+int64_t part_count(const ThreadPool& pool, const Plan& p) {
+  return std::min<int64_t>(p.groups, pool.size() + 1);
+}
+
 void for_each_group(ThreadPool& pool, const Plan& p,
                     const std::function<void(int64_t part, int n0, int images)>& body) {
-  const int64_t parts = std::min<int64_t>(p.groups, pool.size() + 1);
+  const int64_t parts = part_count(pool, p);
   pool.parallel_for(parts, [&](int64_t b, int64_t e) {
     for (int64_t part = b; part < e; ++part)
       for (int64_t gi = p.groups * part / parts; gi < p.groups * (part + 1) / parts; ++gi) {
@@ -156,7 +170,7 @@ template <class T>
 void conv_forward(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y) {
   const Plan p = make_plan(g);
   const int64_t out_image = int64_t{g.k} * p.pq;
-  for_each_group<T>(pool, p, [&](int64_t, int n0, int images) {
+  for_each_group(pool, p, [&](int64_t, int n0, int images) {
     const int64_t ld = images * p.pq;
     const T* col = columns_of(p, x, n0, images);
     T* out = images == 1 ? y + n0 * out_image : scratch<T>(1, g.k * ld);
@@ -169,15 +183,10 @@ void conv_forward(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* 
 template <class T>
 void conv_backward_data(ThreadPool& pool, const ConvGeometry& g, const T* dy, const T* w, T* dx) {
   const Plan p = make_plan(g);
-  const int64_t in_image = int64_t{g.c} * g.h * g.w, out_image = int64_t{g.k} * p.pq;
-  for_each_group<T>(pool, p, [&](int64_t, int n0, int images) {
+  const int64_t in_image = int64_t{g.c} * g.h * g.w;
+  for_each_group(pool, p, [&](int64_t, int n0, int images) {
     const int64_t ld = images * p.pq;
-    const T* dout = dy + n0 * out_image;
-    if (images > 1) {
-      T* gathered = scratch<T>(1, g.k * ld);
-      gather_columns(dout, g.k, p.pq, images, gathered);
-      dout = gathered;
-    }
+    const T* dout = gradient_columns(p, dy, n0, images);
     T* dimage = dx + n0 * in_image;
     const bool direct = p.pointwise && images == 1;
     T* dcol = direct ? dimage : scratch<T>(0, p.crs * ld);
@@ -196,19 +205,14 @@ void conv_backward_data(ThreadPool& pool, const ConvGeometry& g, const T* dy, co
 template <class T>
 void conv_backward_filter(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* dy, T* dw) {
   const Plan p = make_plan(g);
-  const int64_t out_image = int64_t{g.k} * p.pq, wsize = g.k * p.crs;
-  const int64_t parts = std::min<int64_t>(p.groups, pool.size() + 1);
+  const int64_t wsize = g.k * p.crs;
+  const int64_t parts = part_count(pool, p);
   // One partial sum per part, added in a fixed order so the result does not depend on timing.
   std::vector<std::vector<T>> partial(static_cast<size_t>(parts), std::vector<T>(wsize, T(0)));
-  for_each_group<T>(pool, p, [&](int64_t part, int n0, int images) {
+  for_each_group(pool, p, [&](int64_t part, int n0, int images) {
     const int64_t ld = images * p.pq;
     const T* col = columns_of(p, x, n0, images);
-    const T* dout = dy + n0 * out_image;
-    if (images > 1) {
-      T* gathered = scratch<T>(1, g.k * ld);
-      gather_columns(dout, g.k, p.pq, images, gathered);
-      dout = gathered;
-    }
+    const T* dout = gradient_columns(p, dy, n0, images);
     gemm(false, true, g.k, static_cast<int>(p.crs), static_cast<int>(ld), T(1), dout,
          static_cast<int>(ld), col, static_cast<int>(ld), T(1), partial[part].data(),
          static_cast<int>(p.crs));
