@@ -40,9 +40,13 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--data", c.data, "HDF5 dataset (DESIGN §6 schema); default: synthetic data");
   cmd.add_option("--synth-path", c.synth_path, "where the default synthetic dataset is written")
       ->capture_default_str();
-  cmd.add_option("--device", device, "auto or cpu (the CUDA backend is not built yet)")
-      ->check(CLI::IsMember({"auto", "cpu"}))
+  cmd.add_option("--device", device, "auto (CUDA when a GPU is visible), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  cmd.add_option("--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off")
+      ->check(CLI::IsMember({"bf16", "fp16", "off"}))
+      ->capture_default_str();
+  cmd.add_flag("--deterministic", c.deterministic, "CUDA: deterministic cuDNN algorithms only");
   const std::map<std::string, int> models = {
       {"resnet18", 18}, {"resnet34", 34}, {"resnet50", 50}, {"resnet101", 101}, {"resnet152", 152}};
   cmd.add_option("--model", c.model.depth, "resnet18 ... resnet152 (sets --depth)")
@@ -127,16 +131,14 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->capture_default_str();
 }
 
-// Training runs on the CPU backend until the CUDA backend lands. Without an explicit model or
-// run length, pick a run that ends in minutes, and say why.
-void choose_cpu_defaults(const CLI::App& cmd, TrainConfig& c) {
+// --device auto takes CUDA when a GPU is visible. On the CPU, without an explicit model or run
+// length, pick a run that ends in minutes, and say why.
+void choose_device(const CLI::App& cmd, const std::string& device, TrainConfig& c) {
   const DeviceInventory devices = probe_devices();
-  const std::string why =
-      devices.cuda_devices > 0
-          ? std::to_string(devices.cuda_devices) +
-                " CUDA device(s) visible, but the CUDA backend is not implemented yet"
-          : devices.why_none;
-  spdlog::info("training on the CPU backend: {}", why);
+  c.device = device == "auto" ? (devices.cuda_devices > 0 ? "cuda" : "cpu") : device;
+  if (c.device == "cuda") return;
+  spdlog::info("training on the CPU backend: {}",
+               device == "cpu" ? "--device cpu" : devices.why_none);
   for (const char* flag : {"--model", "--depth", "--width", "--batch-size", "--global-batch-size",
                            "--epochs", "--steps", "--lr"})
     if (cmd.count(flag) > 0) return;
@@ -213,7 +215,7 @@ int main(int argc, char** argv) {
       World& world = World::get();
       if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
       try {
-        choose_cpu_defaults(*train_cmd, train_config);
+        choose_device(*train_cmd, device, train_config);
         train(train_config);
       } catch (const std::exception& e) {
         // One rank failing must end the whole job, never leave the others in a collective.

@@ -30,8 +30,10 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
     return;
   }
   if (!save_mean_.defined()) {
-    save_mean_ = backend.zeros({channels_}, x.dtype());
-    save_invstd_ = backend.zeros({channels_}, x.dtype());
+    // Per-channel statistics stay in the parameters' dtype (f32 under mixed precision).
+    const DType stats = params_->param(weight_).dtype();
+    save_mean_ = backend.zeros({channels_}, stats);
+    save_invstd_ = backend.zeros({channels_}, stats);
     sums_ = backend.zeros({2 * channels_ + 1}, DType::f64);
     grad_sums_ = backend.zeros({2 * channels_}, DType::f64);
     global_grad_sums_ = backend.zeros({2 * channels_}, DType::f64);

@@ -50,7 +50,7 @@ void Conv2d::init(Backend& backend, std::mt19937_64& rng) const {
 }
 
 void Conv2d::forward(Backend& backend, const Tensor& x, Tensor& y) const {
-  backend.conv_forward(geometry(x.shape()), x, params_->param(weight_), y);
+  backend.conv_forward(geometry(x.shape()), x, params_->weight(weight_), y);
 }
 
 void Conv2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx) const {
@@ -58,7 +58,7 @@ void Conv2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tenso
   Tensor dw = params_->grad(weight_);
   backend.conv_backward_filter(g, x, dy, dw);
   params_->gradient_written(weight_);
-  if (dx) backend.conv_backward_data(g, dy, params_->param(weight_), *dx);
+  if (dx) backend.conv_backward_data(g, dy, params_->weight(weight_), *dx);
 }
 
 }  // namespace ringtrain

@@ -20,12 +20,12 @@ void Linear::init(Backend& backend, std::mt19937_64& rng) const {
 }
 
 void Linear::forward(Backend& backend, const Tensor& x, Tensor& y) const {
-  backend.linear_forward(x, params_->param(weight_), params_->param(bias_), y);
+  backend.linear_forward(x, params_->weight(weight_), params_->weight(bias_), y);
 }
 
 void Linear::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx) const {
   Tensor dw = params_->grad(weight_), db = params_->grad(bias_);
-  backend.linear_backward(x, params_->param(weight_), dy, dx, dw, db);
+  backend.linear_backward(x, params_->weight(weight_), dy, dx, dw, db);
   params_->gradient_written(bias_);
   params_->gradient_written(weight_);
 }

@@ -17,9 +17,15 @@ int ParameterSet::add_buffer(const std::string& name, const Shape& shape) {
 }
 
 void ParameterSet::allocate(Backend& backend, DType dtype) {
+  const bool mixed = dtype == DType::f32 && backend.compute_dtype() != DType::f32;
   params_ = backend.zeros({param_numel_}, dtype);
-  grads_ = backend.zeros({param_numel_}, dtype);
+  weights_ = mixed ? backend.zeros({param_numel_}, backend.compute_dtype()) : params_;
+  grads_ = backend.zeros({param_numel_}, weights_.dtype());
   buffers_ = backend.zeros({buffer_numel_}, dtype);
+}
+
+void ParameterSet::refresh_weights(Backend& backend) {
+  if (weights_.raw() != params_.raw()) backend.cast(params_, weights_);
 }
 
 namespace {
@@ -34,6 +40,9 @@ Tensor lookup(const Tensor& flat, const std::vector<ParamInfo>& infos, int id, c
 
 Tensor ParameterSet::param(int id) const {
   return lookup(params_, param_infos_, id, "parameter");
+}
+Tensor ParameterSet::weight(int id) const {
+  return lookup(weights_, param_infos_, id, "weight");
 }
 Tensor ParameterSet::grad(int id) const {
   return lookup(grads_, param_infos_, id, "gradient");

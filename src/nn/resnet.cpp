@@ -58,6 +58,7 @@ ResNet::ResNet(const ResNetConfig& config, Backend& backend, DType dtype, uint64
   stem_.init(backend, rng, false);
   for (const ResidualBlock& b : blocks_) b.init(backend, rng, config.zero_init_residual);
   fc_->init(backend, rng);
+  params_.refresh_weights(backend);
 }
 
 int64_t ResNet::macs_per_image(int h, int w) const {

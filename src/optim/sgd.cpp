@@ -13,9 +13,10 @@ Sgd::Sgd(ParameterSet& params, Backend& backend, const SgdConfig& config)
   RT_CHECK(!config.nesterov || config.momentum > 0, "Sgd: Nesterov needs a positive momentum");
 }
 
-void Sgd::step(float lr) {
-  const SgdHyper h{lr, config_.momentum, config_.weight_decay, config_.nesterov};
+void Sgd::step(float lr, float grad_scale) {
+  const SgdHyper h{lr, config_.momentum, config_.weight_decay, config_.nesterov, grad_scale};
   backend_.sgd_step(h, runs_, params_.flat_params(), params_.flat_grads(), momentum_);
+  params_.refresh_weights(backend_);
 }
 
 }  // namespace ringtrain

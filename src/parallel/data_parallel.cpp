@@ -29,6 +29,7 @@ DataParallel::StepResult DataParallel::step(const Tensor& images, const Tensor& 
   for (size_t d = 1; d < replicas_.size(); ++d) {
     ParameterSet& p = replicas_[d].model->parameters();
     replicas_[d].backend->copy(main.flat_params(), p.flat_params());
+    p.refresh_weights(*replicas_[d].backend);
     replicas_[d].backend->copy(main.flat_buffers(), p.flat_buffers());
   }
 

@@ -32,6 +32,7 @@ DistributedDataParallel::~DistributedDataParallel() {
 
 void DistributedDataParallel::broadcast_state() {
   comm_.broadcast(params_.flat_params(), 0);
+  params_.refresh_weights(backend_);
   broadcast_buffers();
 }
 

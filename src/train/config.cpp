@@ -25,6 +25,12 @@ void TrainConfig::validate() const {
            "config: --sync-bn is for DDP; --mode dp keeps "
            "per-device statistics as torch.nn.DataParallel does");
   RT_CHECK(accum_steps > 0, "config: --accum-steps must be positive, got ", accum_steps);
+  RT_CHECK(device == "cpu" || device == "cuda", "config: --device must be cpu or cuda, got ",
+           device);
+  RT_CHECK(amp == "bf16" || amp == "fp16" || amp == "off",
+           "config: --amp must be bf16, fp16 or off, got ", amp);
+  RT_CHECK(!(device == "cuda" && mode == "dp"),
+           "config: --mode dp runs on CPU replicas only so far; use --device cpu");
   RT_CHECK(threads >= 0, "config: --threads must be >= 0, got ", threads);
   resnet_layout(model.depth);
 }

@@ -11,6 +11,8 @@
 #include <optional>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/backend/cuda/cuda_backend.hpp"
+#include "ringtrain/backend/devices.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/sampler.hpp"
@@ -18,6 +20,7 @@
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
+#include "ringtrain/optim/loss_scaler.hpp"
 #include "ringtrain/optim/lr_schedule.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/data_parallel.hpp"
@@ -164,11 +167,11 @@ StepStats micro_step(Replicas& r, const DeviceBatch& batch, float smoothing, dou
   return s;
 }
 
-// One optimizer step's gradients from k micro-batches, each loss scaled by 1/k: the earlier
-// micro-steps' gradients are summed in `sum` and added to the last one's, by DDP bucket by
+// One optimizer step's gradients from k micro-batches, each loss scaled by loss_scale / k: the
+// earlier micro-steps' gradients are summed in `sum` and added to the last one's, by DDP bucket by
 // bucket before its all-reduce (no communication before the last micro-step), or here.
 StepStats accumulated_step(Replicas& r, DevicePrefetcher& batches, int k, float smoothing,
-                           Tensor& dlogits, Tensor& sum) {
+                           double loss_scale, Tensor& dlogits, Tensor& sum) {
   StepStats total;
   Tensor& grads = r.model.parameters().flat_grads();
   for (int micro = 0; micro < k; ++micro) {
@@ -176,7 +179,7 @@ StepStats accumulated_step(Replicas& r, DevicePrefetcher& batches, int k, float 
     RT_CHECK(batch, "train: the loader ran out of batches in the middle of a step");
     const bool last = micro + 1 == k;
     if (r.ddp && k > 1) r.ddp->begin_micro_step(last, micro > 0 ? &sum : nullptr);
-    const StepStats s = micro_step(r, *batch, smoothing, 1.0 / k, dlogits);
+    const StepStats s = micro_step(r, *batch, smoothing, loss_scale / k, dlogits);
     total.loss += s.loss / k;
     total.correct += s.correct;
     if (!last) {
@@ -190,6 +193,33 @@ StepStats accumulated_step(Replicas& r, DevicePrefetcher& batches, int k, float 
     }
   }
   return total;
+}
+
+// This rank's backend: the CPU, or the CUDA device of its local rank (device 0 when each rank
+// sees one device, as under srun --gpus-per-task).
+std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) {
+  if (c.device == "cpu") return std::make_unique<CpuBackend>(c.threads);
+  RT_CHECK(world.size() == 1,
+           "train: training on CUDA with several ranks needs the NCCL communicator, which is not "
+           "built yet; run one rank, or --device cpu");
+  const DeviceInventory devices = probe_devices();
+  RT_CHECK(devices.cuda_devices > 0, "train: --device cuda, but ", devices.why_none);
+  const int device = devices.cuda_devices == 1 ? 0 : world.local_rank();
+  RT_CHECK(devices.cuda_devices == 1 || world.local_size() <= devices.cuda_devices,
+           "train: ", world.local_size(), " ranks on this node but only ", devices.cuda_devices,
+           " visible CUDA devices");
+  CudaOptions o;
+  o.device = device;
+  o.rank = world.rank();
+  o.compute = c.amp == "off" ? DType::f32 : (c.amp == "fp16" ? DType::f16 : DType::bf16);
+  o.deterministic = c.deterministic;
+  return make_cuda_backend(o);
+}
+
+std::string describe_backend(Backend& backend) {
+  if (auto* cpu = dynamic_cast<CpuBackend*>(&backend))
+    return str_cat(cpu->name(), " with ", cpu->threads(), " threads per rank");
+  return backend.name();
 }
 
 LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
@@ -248,7 +278,7 @@ TrainResult train(const TrainConfig& requested) {
   // The model: one replica per process (DDP when there are several ranks), or DataParallel's
   // replicas in this one process.
   std::optional<DataParallel> dp;
-  std::unique_ptr<CpuBackend> own_backend;
+  std::unique_ptr<Backend> own_backend;
   std::unique_ptr<ResNet> own_model;
   if (config.mode == "dp") {
     RT_CHECK(world.size() == 1,
@@ -257,7 +287,7 @@ TrainResult train(const TrainConfig& requested) {
              world.size(), " ranks)");
     dp.emplace(mc, config.devices, std::max(1, config.threads / config.devices), config.seed);
   } else {
-    own_backend = std::make_unique<CpuBackend>(config.threads);
+    own_backend = make_backend(config, world);
     own_model = std::make_unique<ResNet>(mc, *own_backend, DType::f32, config.seed);
   }
   Backend& backend = dp ? dp->primary_backend() : *own_backend;
@@ -292,7 +322,7 @@ TrainResult train(const TrainConfig& requested) {
       data.train.count, data.test.count, data.train.height, data.train.width, data.train.channels,
       mc.classes, total_steps, global_batch, config.batch_size, world.size(), config.accum_steps,
       dp ? str_cat("DataParallel over ", config.devices, " CPU devices")
-         : str_cat(backend.name(), " with ", own_backend->threads(), " threads per rank"));
+         : describe_backend(backend));
 
   std::ofstream metrics = world.is_root() ? open_metrics(config.metrics_path) : std::ofstream();
   const LoaderConfig test_config = loader_config(config, false);
@@ -308,7 +338,9 @@ TrainResult train(const TrainConfig& requested) {
   Replicas replicas{model, backend, ddp ? &*ddp : nullptr, dp ? &*dp : nullptr};
   Tensor gradient_sum;  // gradient accumulation: the earlier micro-steps' gradients
   if (config.accum_steps > 1)
-    gradient_sum = backend.zeros(model.parameters().flat_grads().shape(), DType::f32);
+    gradient_sum = backend.zeros(model.parameters().flat_grads().shape(),
+                                 model.parameters().flat_grads().dtype());
+  LossScaler scaler(backend.compute_dtype() == DType::f16);
   int64_t step = 0;
   const auto start = Clock::now();
   auto last_log = start;
@@ -322,13 +354,21 @@ TrainResult train(const TrainConfig& requested) {
       RT_CHECK(!(world.rank() == config.debug_fail_rank && step == config.debug_fail_step),
                "train: failure injected by --debug-fail-rank at step ", step);
       lr = schedule.at(step);
-      const StepStats st = accumulated_step(replicas, train_batches, config.accum_steps,
-                                            config.label_smoothing, dlogits, gradient_sum);
+      const double loss_scale = scaler.scale();
+      const StepStats st =
+          accumulated_step(replicas, train_batches, config.accum_steps, config.label_smoothing,
+                           loss_scale, dlogits, gradient_sum);
       const double loss = st.loss;
       RT_CHECK(std::isfinite(loss), "train: loss is ", loss, " at step ", step, " (learning rate ",
                lr, " too high?)");
       sums[1] += static_cast<double>(st.correct);
-      sgd.step(static_cast<float>(lr));
+      const bool finite = !scaler.enabled() || backend.all_finite(model.parameters().flat_grads());
+      if (scaler.update(finite)) {
+        sgd.step(static_cast<float>(lr), static_cast<float>(1.0 / loss_scale));
+      } else {
+        spdlog::warn("step {}: gradients overflowed at loss scale {}; step skipped, scale now {}",
+                     step, loss_scale, scaler.scale());
+      }
       result.step_losses.push_back(loss);
       sums[0] += loss;
       sums[2] += int64_t{config.batch_size} * config.accum_steps;

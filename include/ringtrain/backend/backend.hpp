@@ -14,6 +14,7 @@ struct SgdHyper {
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   bool nesterov = false;
+  float grad_scale = 1.0f;  // gradients are multiplied by this first (1 / the fp16 loss scale)
 };
 
 // A contiguous range of the flat parameter buffer and whether weight decay applies to it.
@@ -39,7 +40,10 @@ class Backend {
   // Memory.
   virtual Tensor zeros(const Shape& shape, DType dtype) = 0;
   virtual void fill(Tensor& t, double value) = 0;
-  virtual void copy(const Tensor& src, Tensor& dst) = 0;  // either side may be on the host
+  // Either side may be on the host; 4-D tensors of different layouts are transposed.
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  // dst = src converted to dst's dtype (f32 master weights into their compute-dtype copy).
+  virtual void cast(const Tensor& src, Tensor& dst) = 0;
   virtual void synchronize() = 0;
 
   // Host memory the loader assembles batches in: page-locked on CUDA, so that copies from it
@@ -111,7 +115,11 @@ class Backend {
   // Number of rows whose arg-max (first maximum) equals the label.
   virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) = 0;
 
-  // One SGD step over the flat buffers: params, grads and momentum have the same shape.
+  // Whether every element is finite (fp16 loss scaling skips a step when not).
+  virtual bool all_finite(const Tensor& t) = 0;
+
+  // One SGD step over the flat buffers: params, grads and momentum have the same shape; grads
+  // may be in the compute dtype while params and momentum are f32.
   virtual void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
                         const Tensor& grads, Tensor& momentum) = 0;
 };

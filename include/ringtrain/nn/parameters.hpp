@@ -17,7 +17,10 @@ struct ParamInfo {
 };
 
 // Every parameter of a model in one flat buffer, every gradient in a second one with the same
-// layout, and the non-trained state (batch-norm running statistics) in a third. Parameters are
+// layout, and the non-trained state (batch-norm running statistics) in a third. With mixed
+// precision (f32 parameters on a backend computing in bf16 or f16) the parameters are the f32
+// master weights, the ops read a compute-dtype copy of them (refresh_weights after every
+// change), and the gradients are in the compute dtype. Parameters are
 // laid out in registration (forward) order, so the backward pass writes the gradient buffer
 // from its end to its start: DDP buckets are plain ranges, the optimizer is one pass.
 class ParameterSet {
@@ -30,8 +33,11 @@ class ParameterSet {
   bool allocated() const { return params_.defined(); }
 
   Tensor param(int id) const;
+  Tensor weight(int id) const;  // the compute-dtype copy the ops read
   Tensor grad(int id) const;
   Tensor buffer(int id) const;
+  // Copies the master parameters into the compute-dtype copy (nothing without mixed precision).
+  void refresh_weights(Backend& backend);
 
   const std::vector<ParamInfo>& param_infos() const { return param_infos_; }
   const std::vector<ParamInfo>& buffer_infos() const { return buffer_infos_; }
@@ -54,7 +60,7 @@ class ParameterSet {
  private:
   std::vector<ParamInfo> param_infos_, buffer_infos_;
   int64_t param_numel_ = 0, buffer_numel_ = 0;
-  Tensor params_, grads_, buffers_;
+  Tensor params_, weights_, grads_, buffers_;
   std::function<void(int)> listener_;
 };
 

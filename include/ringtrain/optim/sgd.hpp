@@ -16,7 +16,8 @@ struct SgdConfig {
 class Sgd {
  public:
   Sgd(ParameterSet& params, Backend& backend, const SgdConfig& config);
-  void step(float lr);
+  // Gradients are multiplied by grad_scale first (1 / the fp16 loss scale).
+  void step(float lr, float grad_scale = 1.0f);
   Tensor& momentum_buffer() { return momentum_; }
 
  private:

@@ -10,15 +10,17 @@ struct TrainConfig {
   ResNetConfig model;                            // in_channels and classes are taken from the data
   std::string data;                              // HDF5 file; empty: the synthetic dataset below
   std::string synth_path = "data/synthetic.h5";  // written once when no data is given
+  std::string device = "cpu";                    // cpu or cuda (the CLI resolves auto)
+  std::string amp = "bf16";    // cuda: bf16, fp16 (with dynamic loss scaling) or off (f32)
+  bool deterministic = false;  // cuda: only deterministic cuDNN algorithms
   int64_t epochs = 1;
-  int64_t steps = 0;         // > 0: stop after this many steps
-  int batch_size = 256;      // per process
-  std::string mode = "ddp";  // ddp: one process per device; dp: DataParallel in one process
-  int devices = 2;           // dp: CPU replicas
-  int global_batch_size = 0;
-  bool sync_bn = false;  // SyncBatchNorm: batch statistics over all ranks
-  int accum_steps = 1;   // micro-batches per optimizer step (gradient accumulation)       // > 0:
-                         // split evenly over the ranks instead
+  int64_t steps = 0;               // > 0: stop after this many steps
+  int batch_size = 256;            // per process
+  std::string mode = "ddp";        // ddp: one process per device; dp: DataParallel in one process
+  int devices = 2;                 // dp: CPU replicas
+  int global_batch_size = 0;       // > 0: split evenly over the ranks instead of --batch-size
+  bool sync_bn = false;            // SyncBatchNorm: batch statistics over all ranks
+  int accum_steps = 1;             // micro-batches per optimizer step (gradient accumulation)
   double bucket_cap_mb = 25.0;     // DDP gradient bucket size
   bool overlap = true;             // DDP: all-reduce buckets during backward
   double comm_timeout_s = 600;     // a collective slower than this ends the job

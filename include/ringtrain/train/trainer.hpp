@@ -19,7 +19,7 @@ struct TrainResult {
   double train_time_s = 0, images_per_s = 0, achieved_gflops = 0;
 };
 
-// Trains one model in this process on the CPU backend: data, model, SGD, schedule, evaluation
+// Trains one model in this process on the CPU or CUDA backend: data, model, SGD, schedule, evaluation
 // on the test split after every epoch, progress lines and per-epoch JSON lines.
 TrainResult train(const TrainConfig& config);
 

@@ -3,11 +3,13 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <initializer_list>
 #include <thread>
 
 #include "cpu_kernels.hpp"
+#include "ringtrain/core/layout.hpp"
 
 namespace ringtrain {
 namespace {
@@ -73,7 +75,24 @@ std::shared_ptr<void> CpuBackend::host_buffer(std::size_t bytes) {
 void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   RT_CHECK(src.nbytes() == dst.nbytes() && src.dtype() == dst.dtype(), "copy: ", src.describe(),
            " into ", dst.describe());
-  std::memcpy(dst.raw(), src.raw(), src.nbytes());
+  if (src.layout() != dst.layout() && src.rank() == 4) {
+    convert_layout(src, dst);
+  } else {
+    std::memcpy(dst.raw(), src.raw(), src.nbytes());
+  }
+}
+
+void CpuBackend::cast(const Tensor& src, Tensor& dst) {
+  RT_CHECK(src.numel() == dst.numel(), "cast: ", src.describe(), " into ", dst.describe());
+  dispatch_float("cast", src, [&](auto from) {
+    dispatch_float("cast", dst, [&](auto to) {
+      using From = decltype(from);
+      using To = decltype(to);
+      const From* in = src.data<From>();
+      To* out = dst.data<To>();
+      elementwise<To>(pool_, src.numel(), [&](int64_t i) { out[i] = static_cast<To>(in[i]); });
+    });
+  });
 }
 
 void CpuBackend::conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) {
@@ -363,8 +382,18 @@ int64_t CpuBackend::count_correct(const Tensor& logits, const Tensor& labels) {
   return correct;
 }
 
-// PyTorch's SGD: g += wd * w; buf = momentum * buf + g; g = nesterov ? g + momentum * buf : buf;
-// w -= lr * g. The buffer starts at zero, which equals PyTorch's first-step copy of g.
+bool CpuBackend::all_finite(const Tensor& t) {
+  bool finite = true;
+  dispatch_float("all_finite", t, [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = t.data<T>();
+    finite = std::all_of(p, p + t.numel(), [](T v) { return std::isfinite(v); });
+  });
+  return finite;
+}
+
+// PyTorch's SGD: g = grad_scale * g + wd * w; buf = momentum * buf + g; g = nesterov ? g + momentum
+// * buf : buf; w -= lr * g. The buffer starts at zero, which equals PyTorch's first-step copy of g.
 void CpuBackend::sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
                           const Tensor& grads, Tensor& momentum) {
   check_same_shape("sgd_step", params, grads);
@@ -378,9 +407,10 @@ void CpuBackend::sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, 
                run.offset, ", ", run.offset + run.size, ") outside ", params.describe());
       const T wd = run.decay ? static_cast<T>(h.weight_decay) : T(0);
       const T mu = static_cast<T>(h.momentum), lr = static_cast<T>(h.lr);
+      const T gs = static_cast<T>(h.grad_scale);
       elementwise<T>(pool_, run.size, [&](int64_t j) {
         const int64_t i = run.offset + j;
-        T d = g[i] + wd * w[i];
+        T d = gs * g[i] + wd * w[i];
         if (mu != T(0)) {
           m[i] = mu * m[i] + d;
           d = h.nesterov ? d + mu * m[i] : m[i];

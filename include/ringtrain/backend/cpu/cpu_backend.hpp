@@ -20,6 +20,7 @@ class CpuBackend final : public Backend {
   Tensor zeros(const Shape& shape, DType dtype) override;
   void fill(Tensor& t, double value) override;
   void copy(const Tensor& src, Tensor& dst) override;
+  void cast(const Tensor& src, Tensor& dst) override;
   void synchronize() override {}
   std::shared_ptr<void> host_buffer(std::size_t bytes) override;
   // There is no copy stream on the CPU: the copy is done when the call returns.
@@ -67,6 +68,7 @@ class CpuBackend final : public Backend {
   double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
                                Tensor* dlogits) override;
   int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
+  bool all_finite(const Tensor& t) override;
 
   void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
                 const Tensor& grads, Tensor& momentum) override;

@@ -1,0 +1,253 @@
+// The CUDA backend's device, streams, memory and copies. The ops live beside it, one file per
+// kind: cuda_conv.cu, cuda_batch_norm.cu, cuda_pool.cu, cuda_classifier.cu, cuda_loss.cu,
+// cuda_elementwise.cu.
+#include <cstring>
+#include <vector>
+
+#include "cuda_backend_impl.hpp"
+#include "ringtrain/core/half.hpp"
+#include "ringtrain/core/layout.hpp"
+
+namespace ringtrain::cuda {
+namespace {
+
+void* raw_device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t status = cudaMalloc(&p, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // out of memory is an answer here: the cache frees and retries
+    return nullptr;
+  }
+  RT_CUDA_CHECK(status);
+  return p;
+}
+
+// The bit pattern of `value` as one element of `dtype`, for the fill kernel.
+uint64_t element_bits(DType dtype, double value) {
+  uint64_t bits = 0;
+  switch (dtype) {
+    case DType::f32: {
+      const float f = static_cast<float>(value);
+      std::memcpy(&bits, &f, 4);
+      break;
+    }
+    case DType::f64:
+      std::memcpy(&bits, &value, 8);
+      break;
+    case DType::bf16:
+      bits = float_to_bf16(static_cast<float>(value));
+      break;
+    case DType::f16:
+      bits = float_to_f16(static_cast<float>(value));
+      break;
+    case DType::i32: {
+      const int32_t i = static_cast<int32_t>(value);
+      std::memcpy(&bits, &i, 4);
+      break;
+    }
+    case DType::u8:
+      bits = static_cast<uint8_t>(value);
+      break;
+  }
+  return bits;
+}
+
+template <class U>
+__global__ void fill_kernel(U* p, int64_t n, U value) {
+  RT_GRID_STRIDE(i, n) p[i] = value;
+}
+
+template <class From, class To>
+__global__ void cast_kernel(const From* in, To* out, int64_t n) {
+  RT_GRID_STRIDE(i, n) out[i] = from_float<To>(to_float(in[i]));
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
+  set_error_context(options.rank, options.device);
+  RT_CHECK(options.compute == DType::f32 || options.compute == DType::bf16 ||
+               options.compute == DType::f16,
+           "CUDA backend: compute dtype must be f32, bf16 or f16, got ",
+           dtype_name(options.compute));
+  RT_CUDA_CHECK(cudaSetDevice(options.device));
+  RT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+  RT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+  RT_CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
+  RT_CUDA_CHECK(cudaEventCreateWithFlags(&copies_done_, cudaEventDisableTiming));
+  RT_CUDA_CHECK(cudnnCreate(&cudnn_));
+  RT_CUDA_CHECK(cudnnSetStream(cudnn_, compute_));
+  RT_CUDA_CHECK(cublasCreate(&cublas_));
+  RT_CUDA_CHECK(cublasSetStream(cublas_, compute_));
+  RT_CUDA_CHECK(cudaMallocHost(&host_scalar_, sizeof(double)));
+  memory_ = std::make_shared<BlockCache>(raw_device_alloc,
+                                         [](void* p) { warn_on_error(cudaFree(p), "cudaFree"); });
+}
+
+CudaBackend::~CudaBackend() {
+  warn_on_error(cudaStreamSynchronize(compute_), "cudaStreamSynchronize(compute)");
+  warn_on_error(cudaStreamSynchronize(copy_), "cudaStreamSynchronize(copy)");
+  workspace_ = Tensor();
+  warn_on_error(cudaFreeHost(host_scalar_), "cudaFreeHost");
+  cublasDestroy(cublas_);
+  cudnnDestroy(cudnn_);
+  warn_on_error(cudaEventDestroy(copies_done_), "cudaEventDestroy");
+  warn_on_error(cudaEventDestroy(compute_mark_), "cudaEventDestroy");
+  warn_on_error(cudaStreamDestroy(copy_), "cudaStreamDestroy");
+  warn_on_error(cudaStreamDestroy(compute_), "cudaStreamDestroy");
+}
+
+std::string CudaBackend::name() const {
+  cudaDeviceProp prop{};
+  RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, options_.device));
+  return str_cat("cuda:", options_.device, " (", prop.name, ", ", dtype_name(options_.compute),
+                 ")");
+}
+
+Tensor CudaBackend::zeros(const Shape& shape, DType dtype) {
+  Tensor t = scratch(shape, dtype);
+  RT_CUDA_CHECK(cudaMemsetAsync(t.raw(), 0, t.nbytes(), compute_));
+  return t;
+}
+
+Tensor CudaBackend::scratch(const Shape& shape, DType dtype) {
+  const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+  std::shared_ptr<BlockCache> cache = memory_;
+  void* p = cache->allocate(bytes);
+  std::shared_ptr<void> storage(p, [cache, bytes](void* block) { cache->release(block, bytes); });
+  return Tensor::adopt(std::move(storage), shape, dtype, device(), Layout::nhwc);
+}
+
+void* CudaBackend::workspace(std::size_t bytes) {
+  if (workspace_.nbytes() < bytes) {
+    workspace_ = Tensor();  // give the old one back before taking a larger one
+    workspace_ = scratch({static_cast<int64_t>(bytes)}, DType::u8);
+  }
+  return workspace_.raw();
+}
+
+void CudaBackend::fill(Tensor& t, double value) {
+  check_on_device("fill", t);
+  const uint64_t bits = element_bits(t.dtype(), value);
+  const int64_t n = t.numel();
+  switch (dtype_size(t.dtype())) {
+    case 1:
+      fill_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(static_cast<uint8_t*>(t.raw()), n,
+                                                            static_cast<uint8_t>(bits));
+      break;
+    case 2:
+      fill_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(static_cast<uint16_t*>(t.raw()), n,
+                                                            static_cast<uint16_t>(bits));
+      break;
+    case 4:
+      fill_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(static_cast<uint32_t*>(t.raw()), n,
+                                                            static_cast<uint32_t>(bits));
+      break;
+    default:
+      fill_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(static_cast<uint64_t*>(t.raw()), n,
+                                                            bits);
+  }
+  RT_CUDA_CHECK_LAUNCH("fill_kernel");
+}
+
+// Host memory is transposed on the host when layouts differ; copies that touch the host are
+// complete on return, so the host side may be freed at once.
+void CudaBackend::copy(const Tensor& src, Tensor& dst) {
+  RT_CHECK(src.nbytes() == dst.nbytes() && src.dtype() == dst.dtype(), "copy: ", src.describe(),
+           " into ", dst.describe());
+  const bool from_host = src.device().kind == Device::Kind::cpu;
+  const bool to_host = dst.device().kind == Device::Kind::cpu;
+  const bool transpose = src.layout() != dst.layout() && src.rank() == 4;
+  RT_CHECK(!(transpose && !from_host && !to_host),
+           "copy: device tensors of different layouts: ", src.describe(), " into ", dst.describe());
+  if (from_host && to_host) {
+    convert_layout(src, dst);
+    return;
+  }
+  if (!from_host && !to_host) {
+    RT_CUDA_CHECK(
+        cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, compute_));
+    return;
+  }
+  Tensor staging =
+      transpose ? Tensor::zeros(src.shape(), src.dtype(), from_host ? dst.layout() : src.layout())
+                : Tensor();
+  if (from_host) {
+    if (transpose) convert_layout(src, staging);
+    const void* host = transpose ? staging.raw() : src.raw();
+    RT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), host, src.nbytes(), cudaMemcpyHostToDevice, compute_));
+    RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    return;
+  }
+  void* host = transpose ? staging.raw() : dst.raw();
+  RT_CUDA_CHECK(cudaMemcpyAsync(host, src.raw(), src.nbytes(), cudaMemcpyDeviceToHost, compute_));
+  RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  if (transpose) convert_layout(staging, dst);
+}
+
+void CudaBackend::cast(const Tensor& src, Tensor& dst) {
+  RT_CHECK(src.numel() == dst.numel(), "cast: ", src.describe(), " into ", dst.describe());
+  dispatch_float("cast", src, [&](auto from) {
+    dispatch_float("cast", dst, [&](auto to) {
+      using From = decltype(from);
+      using To = decltype(to);
+      cast_kernel<<<blocks_for(src.numel()), kThreads, 0, compute_>>>(
+          static_cast<const From*>(src.raw()), static_cast<To*>(dst.raw()), src.numel());
+      RT_CUDA_CHECK_LAUNCH("cast_kernel");
+    });
+  });
+}
+
+void CudaBackend::synchronize() {
+  RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+
+std::shared_ptr<void> CudaBackend::host_buffer(std::size_t bytes) {
+  void* p = nullptr;
+  RT_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+  return std::shared_ptr<void>(p, [](void* q) { warn_on_error(cudaFreeHost(q), "cudaFreeHost"); });
+}
+
+void CudaBackend::copy_to_device_async(const Tensor& host, Tensor& dev) {
+  RT_CHECK(host.device().kind == Device::Kind::cpu && host.nbytes() == dev.nbytes() &&
+               host.dtype() == dev.dtype() && (host.layout() == dev.layout() || host.rank() != 4),
+           "copy_to_device_async: ", host.describe(), " into ", dev.describe());
+  check_on_device("copy_to_device_async", dev);
+  RT_CUDA_CHECK(cudaEventRecord(compute_mark_, compute_));
+  RT_CUDA_CHECK(cudaStreamWaitEvent(copy_, compute_mark_, 0));
+  RT_CUDA_CHECK(
+      cudaMemcpyAsync(dev.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, copy_));
+  RT_CUDA_CHECK(cudaEventRecord(copies_done_, copy_));
+}
+
+void CudaBackend::wait_for_copies() {
+  RT_CUDA_CHECK(cudaEventSynchronize(copies_done_));
+  RT_CUDA_CHECK(cudaStreamWaitEvent(compute_, copies_done_, 0));
+}
+
+void CudaBackend::check_on_device(const char* op, const Tensor& t) const {
+  RT_CHECK(t.device() == device(), op, ": tensor ", t.describe(), " is not on ", device().str());
+}
+
+template <class T>
+T CudaBackend::read_scalar(const T* device_value) {
+  static_assert(sizeof(T) <= sizeof(double), "read_scalar: the pinned slot holds 8 bytes");
+  RT_CUDA_CHECK(
+      cudaMemcpyAsync(host_scalar_, device_value, sizeof(T), cudaMemcpyDeviceToHost, compute_));
+  RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  T value;
+  std::memcpy(&value, host_scalar_, sizeof(T));
+  return value;
+}
+template double CudaBackend::read_scalar<double>(const double*);
+template int CudaBackend::read_scalar<int>(const int*);
+
+}  // namespace ringtrain::cuda
+
+namespace ringtrain {
+
+std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
+  return std::make_unique<cuda::CudaBackend>(options);
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,113 @@
+#pragma once
+// The CUDA backend's class, shared by the .cu files that implement its ops (one file per kind
+// of op). Activations are NHWC in the compute dtype; parameters f32 with a compute-dtype copy.
+#include <memory>
+
+#include "cuda_check.hpp"
+#include "cuda_types.cuh"
+#include "ringtrain/backend/backend.hpp"
+#include "ringtrain/backend/cuda/conv_algo.hpp"
+#include "ringtrain/backend/cuda/cuda_backend.hpp"
+#include "ringtrain/core/block_cache.hpp"
+
+namespace ringtrain::cuda {
+
+struct ConvDescriptors;
+cudnnDataType_t cudnn_dtype(DType t);
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const CudaOptions& options);
+  ~CudaBackend() override;
+
+  Device device() const override { return Device{Device::Kind::cuda, options_.device}; }
+  std::string name() const override;
+  DType compute_dtype() const override { return options_.compute; }
+  Layout layout() const override { return Layout::nhwc; }
+
+  Tensor zeros(const Shape& shape, DType dtype) override;
+  void fill(Tensor& t, double value) override;
+  void copy(const Tensor& src, Tensor& dst) override;
+  void cast(const Tensor& src, Tensor& dst) override;
+  void synchronize() override;
+  std::shared_ptr<void> host_buffer(std::size_t bytes) override;
+  void copy_to_device_async(const Tensor& host, Tensor& device) override;
+  void wait_for_copies() override;
+
+  void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) override;
+  void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
+                          Tensor& dx) override;
+  void conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
+                            Tensor& dw) override;
+
+  void batch_norm_sums(const Tensor& x, Tensor& sums) override;
+  void batch_norm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                    const Tensor& sums, float momentum, float eps, bool relu,
+                                    Tensor& y, Tensor& save_mean, Tensor& save_invstd,
+                                    Tensor& running_mean, Tensor& running_var) override;
+  void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               const Tensor& running_mean, const Tensor& running_var, float eps,
+                               bool relu, Tensor& y) override;
+  void batch_norm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                const Tensor& beta, const Tensor& save_mean,
+                                const Tensor& save_invstd, bool relu, Tensor& sums) override;
+  void batch_norm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                     const Tensor& beta, const Tensor& save_mean,
+                                     const Tensor& save_invstd, bool relu, const Tensor& local_sums,
+                                     const Tensor& global_sums, double count, Tensor& dx,
+                                     Tensor& dgamma, Tensor& dbeta) override;
+
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void scale(Tensor& t, double factor) override;
+  void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;
+
+  void max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) override;
+  void max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y, const Tensor& dy,
+                         Tensor& dx) override;
+  void global_avg_pool_forward(const Tensor& x, Tensor& y) override;
+  void global_avg_pool_backward(const Tensor& dy, Tensor& dx) override;
+
+  void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
+  void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx, Tensor& dw,
+                       Tensor& db) override;
+
+  double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
+                               Tensor* dlogits) override;
+  int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
+  bool all_finite(const Tensor& t) override;
+
+  void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
+                const Tensor& grads, Tensor& momentum) override;
+
+  cudaStream_t stream() const { return compute_; }
+  const BlockCache& memory() const { return *memory_; }
+
+ private:
+  void check_on_device(const char* op, const Tensor& t) const;
+  // Device memory from the cache, for scratch that lives as long as the returned tensor.
+  Tensor scratch(const Shape& shape, DType dtype);
+  // The cuDNN workspace, grown to at least `bytes`.
+  void* workspace(std::size_t bytes);
+  // Batch norm's last phase: y = x * scale + shift per channel (affine = [scale, shift], f32).
+  void apply_affine(const Tensor& x, Tensor& y, const Tensor& affine, bool relu);
+  // The algorithm for one convolution pass, searched for on first use of its key.
+  ConvChoice conv_algo(const ConvKey& key, const ConvDescriptors& d);
+  // A small device result copied back through pinned memory, waiting for the compute stream.
+  template <class T>
+  T read_scalar(const T* device_value);
+
+  CudaOptions options_;
+  cudaStream_t compute_ = nullptr, copy_ = nullptr;
+  cudaEvent_t compute_mark_ = nullptr, copies_done_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::shared_ptr<BlockCache> memory_;
+  ConvAlgoCache algos_;
+  Tensor workspace_;
+  std::vector<DecayRun> sgd_runs_;  // what sgd_runs_device_ holds
+  Tensor sgd_runs_device_;
+  void* host_scalar_ = nullptr;  // pinned, 8 bytes
+};
+
+}  // namespace ringtrain::cuda

@@ -1,0 +1,96 @@
+// The classifier's GEMMs through cuBLAS with f32 accumulation. Row-major [rows, cols] matrices
+// are column-major [cols, rows] to cuBLAS, so each product is written transposed.
+#include "cuda_backend_impl.hpp"
+
+namespace ringtrain::cuda {
+namespace {
+
+cudaDataType_t cublas_dtype(DType t) {
+  switch (t) {
+    case DType::f32:
+      return CUDA_R_32F;
+    case DType::bf16:
+      return CUDA_R_16BF;
+    case DType::f16:
+      return CUDA_R_16F;
+    default:
+      throw Error(str_cat("cuBLAS: no data type for ", dtype_name(t)));
+  }
+}
+
+// C[m,n] = op(A) op(B) in cuBLAS's column-major terms, all operands of one dtype.
+void gemm(cublasHandle_t h, DType t, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n,
+          int k, const void* a, int lda, const void* b, int ldb, void* c, int ldc) {
+  const float one = 1.f, zero = 0.f;
+  const cudaDataType_t dt = cublas_dtype(t);
+  RT_CUDA_CHECK(cublasGemmEx(h, op_a, op_b, m, n, k, &one, a, dt, lda, b, dt, ldb, &zero, c, dt,
+                             ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+template <class T>
+__global__ void add_bias_kernel(T* y, const T* b, int64_t rows, int cols) {
+  RT_GRID_STRIDE(i, rows * cols) y[i] = from_float<T>(to_float(y[i]) + to_float(b[i % cols]));
+}
+
+template <class T>
+__global__ void column_sums_kernel(const T* dy, T* db, int rows, int cols) {
+  RT_GRID_STRIDE(j, cols) {
+    float sum = 0.f;
+    for (int i = 0; i < rows; ++i) sum += to_float(dy[int64_t{i} * cols + j]);
+    db[j] = from_float<T>(sum);
+  }
+}
+
+struct LinearDims {
+  int n, k, m;
+};
+
+LinearDims linear_dims(const char* op, const Tensor& x, const Tensor& w) {
+  RT_CHECK(x.rank() == 2 && w.rank() == 2, op, ": expected 2-D input and weight, got ",
+           x.describe(), " and ", w.describe());
+  check_shape(op, "weight", w, {w.dim(0), x.dim(1)});
+  RT_CHECK(x.dtype() == w.dtype(), op, ": input ", x.describe(), " and weight ", w.describe(),
+           " differ in dtype");
+  return {static_cast<int>(x.dim(0)), static_cast<int>(x.dim(1)), static_cast<int>(w.dim(0))};
+}
+
+}  // namespace
+
+void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  const LinearDims d = linear_dims("linear_forward", x, w);
+  check_shape("linear_forward", "bias", b, {d.m});
+  check_shape("linear_forward", "output", y, {d.n, d.m});
+  // y^T[m,n] = w[m,k] x^T[k,n]
+  gemm(cublas_, x.dtype(), CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, w.raw(), d.k, x.raw(), d.k,
+       y.raw(), d.m);
+  dispatch_float("linear_forward", y, [&](auto tag) {
+    using T = decltype(tag);
+    add_bias_kernel<<<blocks_for(y.numel()), kThreads, 0, compute_>>>(
+        static_cast<T*>(y.raw()), static_cast<const T*>(b.raw()), d.n, d.m);
+    RT_CUDA_CHECK_LAUNCH("add_bias_kernel");
+  });
+}
+
+void CudaBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx,
+                                  Tensor& dw, Tensor& db) {
+  const LinearDims d = linear_dims("linear_backward", x, w);
+  check_shape("linear_backward", "output gradient", dy, {d.n, d.m});
+  check_shape("linear_backward", "weight gradient", dw, {d.m, d.k});
+  check_shape("linear_backward", "bias gradient", db, {d.m});
+  if (dx) check_same_shape("linear_backward", x, *dx);
+  // dw^T[k,m] = x^T[k,n] dy[n,m]
+  gemm(cublas_, x.dtype(), CUBLAS_OP_N, CUBLAS_OP_T, d.k, d.m, d.n, x.raw(), d.k, dy.raw(), d.m,
+       dw.raw(), d.k);
+  // dx^T[k,n] = w^T[k,m] dy^T[m,n]
+  if (dx)
+    gemm(cublas_, x.dtype(), CUBLAS_OP_N, CUBLAS_OP_N, d.k, d.n, d.m, w.raw(), d.k, dy.raw(), d.m,
+         dx->raw(), d.k);
+  dispatch_float("linear_backward", dy, [&](auto tag) {
+    using T = decltype(tag);
+    column_sums_kernel<<<blocks_for(d.m), kThreads, 0, compute_>>>(
+        static_cast<const T*>(dy.raw()), static_cast<T*>(db.raw()), d.n, d.m);
+    RT_CUDA_CHECK_LAUNCH("column_sums_kernel");
+  });
+}
+
+}  // namespace ringtrain::cuda

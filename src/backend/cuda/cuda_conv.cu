@@ -1,0 +1,160 @@
+// Convolutions through cuDNN in NHWC (filters KRSC), accumulating in f32. The algorithm of each
+// pass is searched for once per geometry and dtype (cudnnFind*), chosen by pick_conv_algo under
+// the workspace limit, and cached.
+#include "cuda_backend_impl.hpp"
+
+namespace ringtrain::cuda {
+
+cudnnDataType_t cudnn_dtype(DType t) {
+  switch (t) {
+    case DType::f32:
+      return CUDNN_DATA_FLOAT;
+    case DType::bf16:
+      return CUDNN_DATA_BFLOAT16;
+    case DType::f16:
+      return CUDNN_DATA_HALF;
+    default:
+      throw Error(str_cat("cuDNN: no data type for ", dtype_name(t)));
+  }
+}
+
+// The descriptors of one convolution, destroyed with it.
+struct ConvDescriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+
+  ConvDescriptors(const ConvGeometry& g, DType dtype) {
+    const cudnnDataType_t t = cudnn_dtype(dtype);
+    RT_CUDA_CHECK(cudnnCreateTensorDescriptor(&x));
+    RT_CUDA_CHECK(cudnnCreateTensorDescriptor(&y));
+    RT_CUDA_CHECK(cudnnCreateFilterDescriptor(&w));
+    RT_CUDA_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    RT_CUDA_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, t, g.n, g.c, g.h, g.w));
+    RT_CUDA_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, t, g.n, g.k, g.p(), g.q()));
+    RT_CUDA_CHECK(cudnnSetFilter4dDescriptor(w, t, CUDNN_TENSOR_NHWC, g.k, g.c, g.r, g.s));
+    RT_CUDA_CHECK(cudnnSetConvolution2dDescriptor(conv, g.pad, g.pad, g.stride, g.stride, 1, 1,
+                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    // f32 stays true f32 (no TF32), so that it matches the CPU reference.
+    RT_CUDA_CHECK(cudnnSetConvolutionMathType(
+        conv, dtype == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  }
+  ~ConvDescriptors() {
+    cudnnDestroyConvolutionDescriptor(conv);
+    cudnnDestroyFilterDescriptor(w);
+    cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyTensorDescriptor(x);
+  }
+  ConvDescriptors(const ConvDescriptors&) = delete;
+  ConvDescriptors& operator=(const ConvDescriptors&) = delete;
+};
+
+namespace {
+
+constexpr int kMaxAlgos = 16;
+
+// The three perf structs of cuDNN share these fields.
+template <class Perf>
+std::vector<ConvCandidate> candidates(const Perf* perf, int count, DType dtype) {
+  std::vector<ConvCandidate> out;
+  for (int i = 0; i < count; ++i) {
+    const bool math_ok = dtype != DType::f32 || perf[i].mathType == CUDNN_FMA_MATH;
+    out.push_back({static_cast<int>(perf[i].algo), static_cast<int>(perf[i].mathType),
+                   perf[i].status == CUDNN_STATUS_SUCCESS && math_ok, perf[i].time, perf[i].memory,
+                   perf[i].determinism == CUDNN_DETERMINISTIC});
+  }
+  return out;
+}
+
+void check_nhwc(const char* op, std::initializer_list<const Tensor*> tensors, DType dtype) {
+  for (const Tensor* t : tensors)
+    RT_CHECK(t->layout() == Layout::nhwc && t->dtype() == dtype, op, ": expected ",
+             dtype_name(dtype), " nhwc, got ", t->describe());
+}
+
+}  // namespace
+
+ConvChoice CudaBackend::conv_algo(const ConvKey& key, const ConvDescriptors& d) {
+  const auto cached = algos_.find(key);
+  if (cached != algos_.end()) return cached->second;
+  int count = 0;
+  std::vector<ConvCandidate> found;
+  switch (key.pass) {
+    case ConvPass::forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
+      RT_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithm(cudnn_, d.x, d.w, d.conv, d.y, kMaxAlgos,
+                                                         &count, perf));
+      found = candidates(perf, count, key.dtype);
+      break;
+    }
+    case ConvPass::backward_data: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
+      RT_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(cudnn_, d.w, d.y, d.conv, d.x,
+                                                              kMaxAlgos, &count, perf));
+      found = candidates(perf, count, key.dtype);
+      break;
+    }
+    case ConvPass::backward_filter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
+      RT_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(cudnn_, d.x, d.y, d.conv, d.w,
+                                                                kMaxAlgos, &count, perf));
+      found = candidates(perf, count, key.dtype);
+      break;
+    }
+  }
+  const std::size_t limit = options_.workspace_mb << 20;
+  const std::optional<ConvChoice> choice = pick_conv_algo(found, limit, options_.deterministic);
+  RT_CHECK(choice, "cuDNN: no ", options_.deterministic ? "deterministic " : "",
+           "algorithm for convolution ", key.g.str(), " in ", dtype_name(key.dtype), " (", count,
+           " tried)");
+  algos_.emplace(key, *choice);
+  return *choice;
+}
+
+void CudaBackend::conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) {
+  check_shape("conv_forward", "input", x, {g.n, g.c, g.h, g.w});
+  check_shape("conv_forward", "weight", w, {g.k, g.c, g.r, g.s});
+  check_shape("conv_forward", "output", y, {g.n, g.k, g.p(), g.q()});
+  check_nhwc("conv_forward", {&x, &w, &y}, x.dtype());
+  const ConvDescriptors d(g, x.dtype());
+  const ConvChoice c = conv_algo({g, x.dtype(), ConvPass::forward}, d);
+  RT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv, static_cast<cudnnMathType_t>(c.math_type)));
+  const float one = 1.f, zero = 0.f;
+  RT_CUDA_CHECK(cudnnConvolutionForward(cudnn_, &one, d.x, x.raw(), d.w, w.raw(), d.conv,
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
+                                        workspace(c.workspace), c.workspace, &zero, d.y, y.raw()));
+}
+
+void CudaBackend::conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
+                                     Tensor& dx) {
+  check_shape("conv_backward_data", "output gradient", dy, {g.n, g.k, g.p(), g.q()});
+  check_shape("conv_backward_data", "weight", w, {g.k, g.c, g.r, g.s});
+  check_shape("conv_backward_data", "input gradient", dx, {g.n, g.c, g.h, g.w});
+  check_nhwc("conv_backward_data", {&dy, &w, &dx}, dy.dtype());
+  const ConvDescriptors d(g, dy.dtype());
+  const ConvChoice c = conv_algo({g, dy.dtype(), ConvPass::backward_data}, d);
+  RT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv, static_cast<cudnnMathType_t>(c.math_type)));
+  const float one = 1.f, zero = 0.f;
+  RT_CUDA_CHECK(cudnnConvolutionBackwardData(cudnn_, &one, d.w, w.raw(), d.y, dy.raw(), d.conv,
+                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                             workspace(c.workspace), c.workspace, &zero, d.x,
+                                             dx.raw()));
+}
+
+void CudaBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
+                                       Tensor& dw) {
+  check_shape("conv_backward_filter", "input", x, {g.n, g.c, g.h, g.w});
+  check_shape("conv_backward_filter", "output gradient", dy, {g.n, g.k, g.p(), g.q()});
+  check_shape("conv_backward_filter", "weight gradient", dw, {g.k, g.c, g.r, g.s});
+  check_nhwc("conv_backward_filter", {&x, &dy, &dw}, x.dtype());
+  const ConvDescriptors d(g, x.dtype());
+  const ConvChoice c = conv_algo({g, x.dtype(), ConvPass::backward_filter}, d);
+  RT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv, static_cast<cudnnMathType_t>(c.math_type)));
+  const float one = 1.f, zero = 0.f;
+  RT_CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &one, d.x, x.raw(), d.y, dy.raw(), d.conv,
+                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+                                               workspace(c.workspace), c.workspace, &zero, d.w,
+                                               dw.raw()));
+}
+
+}  // namespace ringtrain::cuda

@@ -1,0 +1,53 @@
+// Max pooling through cuDNN (NHWC, deterministic backward).
+#include "cuda_backend_impl.hpp"
+
+namespace ringtrain::cuda {
+namespace {
+
+struct PoolDescriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnPoolingDescriptor_t pool = nullptr;
+
+  PoolDescriptors(const PoolGeometry& g, DType dtype) {
+    const cudnnDataType_t t = cudnn_dtype(dtype);
+    RT_CUDA_CHECK(cudnnCreateTensorDescriptor(&x));
+    RT_CUDA_CHECK(cudnnCreateTensorDescriptor(&y));
+    RT_CUDA_CHECK(cudnnCreatePoolingDescriptor(&pool));
+    RT_CUDA_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, t, g.n, g.c, g.h, g.w));
+    RT_CUDA_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, t, g.n, g.c, g.p(), g.q()));
+    RT_CUDA_CHECK(cudnnSetPooling2dDescriptor(pool, CUDNN_POOLING_MAX_DETERMINISTIC,
+                                              CUDNN_NOT_PROPAGATE_NAN, g.window, g.window, g.pad,
+                                              g.pad, g.stride, g.stride));
+  }
+  ~PoolDescriptors() {
+    cudnnDestroyPoolingDescriptor(pool);
+    cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyTensorDescriptor(x);
+  }
+  PoolDescriptors(const PoolDescriptors&) = delete;
+  PoolDescriptors& operator=(const PoolDescriptors&) = delete;
+};
+
+}  // namespace
+
+void CudaBackend::max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) {
+  check_shape("max_pool_forward", "input", x, {g.n, g.c, g.h, g.w});
+  check_shape("max_pool_forward", "output", y, {g.n, g.c, g.p(), g.q()});
+  const PoolDescriptors d(g, x.dtype());
+  const float one = 1.f, zero = 0.f;
+  RT_CUDA_CHECK(cudnnPoolingForward(cudnn_, d.pool, &one, d.x, x.raw(), &zero, d.y, y.raw()));
+}
+
+void CudaBackend::max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y,
+                                    const Tensor& dy, Tensor& dx) {
+  check_shape("max_pool_backward", "input", x, {g.n, g.c, g.h, g.w});
+  check_shape("max_pool_backward", "output", y, {g.n, g.c, g.p(), g.q()});
+  check_same_shape("max_pool_backward", y, dy);
+  check_same_shape("max_pool_backward", x, dx);
+  const PoolDescriptors d(g, x.dtype());
+  const float one = 1.f, zero = 0.f;
+  RT_CUDA_CHECK(cudnnPoolingBackward(cudnn_, d.pool, &one, d.y, y.raw(), d.y, dy.raw(), d.x,
+                                     x.raw(), &zero, d.x, dx.raw()));
+}
+
+}  // namespace ringtrain::cuda

@@ -1,0 +1,32 @@
+#include "ringtrain/optim/loss_scaler.hpp"
+
+#include <algorithm>
+
+#include "ringtrain/core/error.hpp"
+
+namespace ringtrain {
+
+LossScaler::LossScaler(bool enabled, double initial_scale, int growth_interval)
+    : enabled_(enabled), scale_(initial_scale), growth_interval_(growth_interval) {
+  RT_CHECK(initial_scale > 0, "LossScaler: initial scale must be positive, got ", initial_scale);
+  RT_CHECK(growth_interval > 0, "LossScaler: growth interval must be positive, got ",
+           growth_interval);
+}
+
+bool LossScaler::update(bool gradients_finite) {
+  if (!enabled_) return true;
+  if (!gradients_finite) {
+    // Halving below 1 would only shrink gradients that already overflow at scale 1.
+    scale_ = std::max(1.0, scale_ / 2);
+    clean_steps_ = 0;
+    ++skipped_;
+    return false;
+  }
+  if (++clean_steps_ == growth_interval_) {
+    scale_ = std::min(scale_ * 2, 16777216.0);  // 2^24: fp16's range gives nothing above
+    clean_steps_ = 0;
+  }
+  return true;
+}
+
+}  // namespace ringtrain
