@@ -10,7 +10,8 @@ namespace ringtrain {
 namespace {
 
 // Two steps on w (decayed) and b (a bias, not decayed) with lr 0.1, momentum 0.9, wd 0.01.
-std::vector<float> two_sgd_steps(bool nesterov) {
+// With loss_scale != 1 the gradients arrive multiplied by it and the step divides it out.
+std::vector<float> two_sgd_steps(bool nesterov, float loss_scale = 1.0f) {
   CpuBackend backend(1);
   ParameterSet ps;
   const int w = ps.add("fc.weight", {3}, ParamKind::linear_weight);
@@ -26,8 +27,8 @@ std::vector<float> two_sgd_steps(bool nesterov) {
   Sgd sgd(ps, backend, c);
   const float grads[2][4] = {{0.5f, 0.25f, -1.0f, 0.2f}, {-0.5f, 1.0f, 2.0f, -0.4f}};
   for (const auto& g : grads) {
-    std::copy(g, g + 4, ps.flat_grads().data<float>());
-    sgd.step(0.1f);
+    for (int i = 0; i < 4; ++i) ps.flat_grads().data<float>()[i] = g[i] * loss_scale;
+    sgd.step(0.1f, 1.0f / loss_scale);
   }
   std::vector<float> out(ps.flat_params().data<float>(), ps.flat_params().data<float>() + 4);
   EXPECT_EQ(ps.param(w).numel() + ps.param(b).numel(), 4);
@@ -44,6 +45,12 @@ TEST(Sgd, NesterovMatchesPyTorch) {
   const std::vector<float> ref = {0.955074131f, -2.24844694f, 0.388335794f, 0.321800023f};
   const std::vector<float> got = two_sgd_steps(true);
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[i], ref[i], 1e-6) << i;
+}
+
+TEST(Sgd, GradScaleDividesTheLossScaleOut) {
+  const std::vector<float> ref = two_sgd_steps(false);
+  const std::vector<float> scaled = two_sgd_steps(false, 1024.0f);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(scaled[i], ref[i], 1e-6) << i;
 }
 
 TEST(Sgd, DecayRunsExcludeNormAndBiasOnlyWhenAsked) {

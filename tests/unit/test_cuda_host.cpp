@@ -1,0 +1,212 @@
+// The host-side logic of the CUDA backend, tested without a GPU: the caching allocator, the
+// choice of convolution algorithm, the fp16 loss scaler, NCHW/NHWC transposition, and the
+// mixed-precision ops every backend has (cast, finite check).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/backend/cuda/conv_algo.hpp"
+#include "ringtrain/core/block_cache.hpp"
+#include "ringtrain/core/half.hpp"
+#include "ringtrain/core/layout.hpp"
+#include "ringtrain/optim/loss_scaler.hpp"
+
+namespace ringtrain {
+namespace {
+
+// A raw allocator over malloc with a byte budget, counting what it is asked for.
+struct BudgetAllocator {
+  explicit BudgetAllocator(std::size_t bytes) : budget(bytes) {}
+  std::size_t budget, used = 0;
+  int frees = 0;
+  std::map<void*, std::size_t> sizes;
+  BlockCache make() {
+    return BlockCache(
+        [this](std::size_t n) -> void* {
+          if (used + n > budget) return nullptr;
+          used += n;
+          void* p = std::malloc(n);
+          sizes[p] = n;
+          return p;
+        },
+        [this](void* p) {
+          ++frees;
+          used -= sizes.at(p);
+          std::free(p);
+        });
+  }
+};
+
+TEST(BlockCache, RoundsSmallBlocksTo512AndLargeTo2MiB) {
+  EXPECT_EQ(BlockCache::round(0), 512u);
+  EXPECT_EQ(BlockCache::round(1), 512u);
+  EXPECT_EQ(BlockCache::round(513), 1024u);
+  EXPECT_EQ(BlockCache::round((1u << 20) - 1), 1u << 20);
+  EXPECT_EQ(BlockCache::round(1u << 20), 2u << 20);
+  EXPECT_EQ(BlockCache::round((2u << 20) + 1), 4u << 20);
+}
+
+TEST(BlockCache, SteadyStateStepsReachTheRawAllocatorOnlyOnce) {
+  BudgetAllocator raw{std::size_t{1} << 30};
+  BlockCache cache = raw.make();
+  const std::size_t step_sizes[] = {1000, 5u << 20, 1000, 77, 3u << 20};
+  for (int step = 0; step < 5; ++step) {
+    std::vector<std::pair<void*, std::size_t>> live;
+    for (std::size_t s : step_sizes) live.push_back({cache.allocate(s), s});
+    for (auto& [p, s] : live) cache.release(p, s);
+  }
+  EXPECT_EQ(cache.raw_allocations(), 5u);
+  EXPECT_EQ(cache.bytes_in_use(), 0u);
+  EXPECT_GT(cache.bytes_cached(), 0u);
+}
+
+TEST(BlockCache, OutOfMemoryReleasesTheCacheAndRetries) {
+  BudgetAllocator raw{4u << 20};
+  BlockCache cache = raw.make();
+  void* small = cache.allocate(2u << 20);
+  cache.release(small, 2u << 20);  // cached: 2 MiB of the 4 MiB budget still taken
+  void* big = cache.allocate(4u << 20);
+  EXPECT_NE(big, nullptr);
+  EXPECT_EQ(raw.frees, 1);
+  EXPECT_EQ(cache.bytes_cached(), 0u);
+  try {
+    cache.allocate(2u << 20);
+    FAIL() << "expected an out-of-memory error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot allocate 2097152 bytes (4194304 bytes in use"),
+              std::string::npos)
+        << e.what();
+  }
+  cache.release(big, 4u << 20);
+}
+
+ConvCandidate candidate(int algo, float ms, std::size_t ws, bool deterministic = true,
+                        bool ok = true) {
+  return {algo, 0, ok, ms, ws, deterministic};
+}
+
+TEST(ConvAlgo, FastestThatFitsTheWorkspace) {
+  const std::vector<ConvCandidate> c = {candidate(0, 3.0f, 0), candidate(1, 1.0f, 900),
+                                        candidate(2, 2.0f, 100), candidate(3, 0.5f, 50, true, false)};
+  EXPECT_EQ(pick_conv_algo(c, 1000, false)->algo, 1);
+  EXPECT_EQ(pick_conv_algo(c, 500, false)->algo, 2);
+  EXPECT_EQ(pick_conv_algo(c, 500, false)->workspace, 100u);
+}
+
+TEST(ConvAlgo, DeterministicOnlyWhenAsked) {
+  const std::vector<ConvCandidate> c = {candidate(0, 3.0f, 0), candidate(1, 1.0f, 0, false)};
+  EXPECT_EQ(pick_conv_algo(c, 0, false)->algo, 1);
+  EXPECT_EQ(pick_conv_algo(c, 0, true)->algo, 0);
+}
+
+TEST(ConvAlgo, FallsBackToTheSmallestWorkspaceAndFailsOnlyWithoutAnyWorkingAlgorithm) {
+  const std::vector<ConvCandidate> c = {candidate(0, 1.0f, 4096), candidate(1, 5.0f, 2048)};
+  EXPECT_EQ(pick_conv_algo(c, 1024, false)->algo, 1);
+  const std::vector<ConvCandidate> failed = {candidate(0, 1.0f, 0, true, false)};
+  EXPECT_FALSE(pick_conv_algo(failed, 1u << 30, false).has_value());
+  EXPECT_FALSE(pick_conv_algo({}, 1u << 30, false).has_value());
+}
+
+TEST(ConvAlgo, CacheKeysDifferByPassDtypeAndGeometry) {
+  ConvGeometry g{8, 64, 32, 32, 64, 3, 3, 1, 1};
+  ConvAlgoCache cache;
+  cache[{g, DType::bf16, ConvPass::forward}] = {1, 0, 0};
+  cache[{g, DType::bf16, ConvPass::backward_data}] = {2, 0, 0};
+  cache[{g, DType::f32, ConvPass::forward}] = {3, 0, 0};
+  ConvGeometry strided = g;
+  strided.stride = 2;
+  cache[{strided, DType::bf16, ConvPass::forward}] = {4, 0, 0};
+  EXPECT_EQ(cache.size(), 4u);
+  EXPECT_EQ((cache[{g, DType::bf16, ConvPass::forward}].algo), 1);
+}
+
+TEST(LossScaler, SkipsAndHalvesOnOverflowGrowsAfterCleanSteps) {
+  LossScaler s(true, 1024.0, 3);
+  EXPECT_FALSE(s.update(false));
+  EXPECT_EQ(s.scale(), 512.0);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_TRUE(s.update(true));
+  EXPECT_EQ(s.scale(), 512.0);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_EQ(s.scale(), 1024.0);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_FALSE(s.update(false));  // an overflow restarts the count of clean steps
+  EXPECT_TRUE(s.update(true));
+  EXPECT_TRUE(s.update(true));
+  EXPECT_EQ(s.scale(), 512.0);
+  EXPECT_EQ(s.skipped_steps(), 2);
+}
+
+TEST(LossScaler, NeverBelowOneAndInertWhenDisabled) {
+  LossScaler s(true, 2.0, 100);
+  for (int i = 0; i < 5; ++i) s.update(false);
+  EXPECT_EQ(s.scale(), 1.0);
+  LossScaler off(false);
+  EXPECT_EQ(off.scale(), 1.0);
+  EXPECT_TRUE(off.update(false));
+  EXPECT_EQ(off.skipped_steps(), 0);
+}
+
+TEST(Layout, NchwToNhwcPutsChannelsInnermostAndRoundTrips) {
+  const Shape shape = {2, 3, 4, 5};
+  Tensor nchw = Tensor::zeros(shape, DType::f32);
+  for (int64_t i = 0; i < nchw.numel(); ++i) nchw.data<float>()[i] = static_cast<float>(i);
+  Tensor nhwc = Tensor::zeros(shape, DType::f32, Layout::nhwc);
+  convert_layout(nchw, nhwc);
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 3; ++c)
+      for (int h = 0; h < 4; ++h)
+        for (int w = 0; w < 5; ++w)
+          ASSERT_EQ(nhwc.data<float>()[((n * 4 + h) * 5 + w) * 3 + c],
+                    nchw.data<float>()[((n * 3 + c) * 4 + h) * 5 + w]);
+  Tensor back = Tensor::zeros(shape, DType::f32);
+  convert_layout(nhwc, back);
+  for (int64_t i = 0; i < back.numel(); ++i) ASSERT_EQ(back.data<float>()[i], float(i));
+}
+
+TEST(Layout, TwoByteElementsAndMismatchedShapes) {
+  const Shape shape = {1, 2, 1, 3};
+  Tensor nchw = Tensor::zeros(shape, DType::bf16);
+  auto* in = static_cast<uint16_t*>(nchw.raw());
+  for (int i = 0; i < 6; ++i) in[i] = float_to_bf16(static_cast<float>(i));
+  Tensor nhwc = Tensor::zeros(shape, DType::bf16, Layout::nhwc);
+  convert_layout(nchw, nhwc);
+  const float expected[] = {0, 3, 1, 4, 2, 5};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(bf16_to_float(static_cast<uint16_t*>(nhwc.raw())[i]), expected[i]);
+  Tensor wrong = Tensor::zeros({1, 2, 3, 1}, DType::bf16, Layout::nhwc);
+  EXPECT_THROW(convert_layout(nchw, wrong), Error);
+}
+
+TEST(CpuMixedOps, CastAndFiniteCheck) {
+  CpuBackend backend(1);
+  Tensor f = Tensor::zeros({3}, DType::f32);
+  f.data<float>()[0] = 1.5f;
+  f.data<float>()[1] = -2.25f;
+  Tensor d = Tensor::zeros({3}, DType::f64);
+  backend.cast(f, d);
+  EXPECT_EQ(d.data<double>()[0], 1.5);
+  EXPECT_EQ(d.data<double>()[1], -2.25);
+  EXPECT_TRUE(backend.all_finite(f));
+  f.data<float>()[2] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(backend.all_finite(f));
+  f.data<float>()[2] = std::nanf("");
+  EXPECT_FALSE(backend.all_finite(f));
+}
+
+TEST(CpuMixedOps, CopyTransposesBetweenLayouts) {
+  CpuBackend backend(1);
+  Tensor a = Tensor::zeros({1, 2, 1, 2}, DType::f32);
+  for (int i = 0; i < 4; ++i) a.data<float>()[i] = float(i);
+  Tensor b = Tensor::zeros({1, 2, 1, 2}, DType::f32, Layout::nhwc);
+  backend.copy(a, b);
+  const float expected[] = {0, 2, 1, 3};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(b.data<float>()[i], expected[i]);
+}
+
+}  // namespace
+}  // namespace ringtrain
