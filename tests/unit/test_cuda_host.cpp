@@ -91,7 +91,8 @@ ConvCandidate candidate(int algo, float ms, std::size_t ws, bool deterministic =
 
 TEST(ConvAlgo, FastestThatFitsTheWorkspace) {
   const std::vector<ConvCandidate> c = {candidate(0, 3.0f, 0), candidate(1, 1.0f, 900),
-                                        candidate(2, 2.0f, 100), candidate(3, 0.5f, 50, true, false)};
+                                        candidate(2, 2.0f, 100),
+                                        candidate(3, 0.5f, 50, true, false)};
   EXPECT_EQ(pick_conv_algo(c, 1000, false)->algo, 1);
   EXPECT_EQ(pick_conv_algo(c, 500, false)->algo, 2);
   EXPECT_EQ(pick_conv_algo(c, 500, false)->workspace, 100u);

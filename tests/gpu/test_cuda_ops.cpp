@@ -1,0 +1,231 @@
+// Each CUDA op against the CPU backend on fresh random inputs, in f32 (within 1e-4 of the
+// largest value) and in bf16 (within 1e-2), the CPU seeing the inputs rounded to the GPU's
+// dtype. Skipped, with the reason, where there is no GPU.
+#include <cmath>
+#include <limits>
+
+#include "gpu_test_util.hpp"
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+
+namespace ringtrain {
+namespace {
+
+using test::download;
+using test::max_rel_diff;
+using test::random_f32;
+using test::rounded;
+using test::tolerance;
+using test::upload;
+
+class CudaOps : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    RT_SKIP_WITHOUT_GPU();
+    gpu_ = test::gpu_backend(GetParam());
+  }
+  DType dtype() const { return GetParam(); }
+  // Rounded host input and its device copy.
+  std::pair<Tensor, Tensor> input(const Shape& shape, double scale = 1.0, double mean = 0.0) {
+    Tensor host = rounded(random_f32(shape, rng_, scale, mean), dtype());
+    return {host, upload(*gpu_, host, dtype())};
+  }
+  void expect_close(const Tensor& dev, const Tensor& want, const char* what) {
+    EXPECT_LE(max_rel_diff(download(*gpu_, dev), want), tolerance(dtype())) << what;
+  }
+
+  CpuBackend cpu_{2};
+  std::unique_ptr<Backend> gpu_;
+  std::mt19937_64 rng_{42};
+};
+
+TEST_P(CudaOps, ConvolutionForwardAndBothBackwardPasses) {
+  const ConvGeometry geometries[] = {{4, 16, 8, 8, 32, 3, 3, 1, 1},
+                                     {4, 32, 8, 8, 64, 1, 1, 2, 0},
+                                     {2, 16, 9, 9, 16, 3, 3, 2, 1},
+                                     {2, 3, 16, 16, 16, 7, 7, 2, 3}};
+  for (const ConvGeometry& g : geometries) {
+    SCOPED_TRACE(g.str());
+    auto [x, dx_dev] = input({g.n, g.c, g.h, g.w});
+    auto [w, w_dev] = input({g.k, g.c, g.r, g.s}, 1.0 / std::sqrt(g.c * g.r * g.s));
+    auto [dy, dy_dev] = input({g.n, g.k, g.p(), g.q()});
+    Tensor y = Tensor::zeros(dy.shape(), DType::f32), dx = Tensor::zeros(x.shape(), DType::f32),
+           dw = Tensor::zeros(w.shape(), DType::f32);
+    cpu_.conv_forward(g, x, w, y);
+    cpu_.conv_backward_data(g, dy, w, dx);
+    cpu_.conv_backward_filter(g, x, dy, dw);
+    Tensor y_dev = gpu_->zeros(y.shape(), dtype()), grad_x = gpu_->zeros(x.shape(), dtype()),
+           grad_w = gpu_->zeros(w.shape(), dtype());
+    gpu_->conv_forward(g, dx_dev, w_dev, y_dev);
+    gpu_->conv_backward_data(g, dy_dev, w_dev, grad_x);
+    gpu_->conv_backward_filter(g, dx_dev, dy_dev, grad_w);
+    expect_close(y_dev, y, "forward");
+    expect_close(grad_x, dx, "backward data");
+    expect_close(grad_w, dw, "backward filter");
+  }
+}
+
+TEST_P(CudaOps, BatchNormTrainEvalAndBackwardWithAndWithoutRelu) {
+  const Shape shape = {4, 24, 5, 5};
+  const int64_t c = shape[1];
+  for (bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "relu" : "no relu");
+    auto [x, x_dev] = input(shape, 2.0, 0.5);
+    auto [dy, dy_dev] = input(shape);
+    const Tensor gamma = random_f32({c}, rng_, 0.5, 1.0), beta = random_f32({c}, rng_);
+    Tensor rm = random_f32({c}, rng_), rv = random_f32({c}, rng_, 0.1, 1.0);
+    Tensor g_dev = upload(*gpu_, gamma, DType::f32), b_dev = upload(*gpu_, beta, DType::f32);
+    Tensor rm_dev = upload(*gpu_, rm, DType::f32), rv_dev = upload(*gpu_, rv, DType::f32);
+
+    Tensor sums = Tensor::zeros({2 * c + 1}, DType::f64), y = Tensor::zeros(shape, DType::f32);
+    Tensor mean = Tensor::zeros({c}, DType::f32), invstd = Tensor::zeros({c}, DType::f32);
+    cpu_.batch_norm_sums(x, sums);
+    cpu_.batch_norm_forward_from_sums(x, gamma, beta, sums, 0.1f, 1e-5f, relu, y, mean, invstd, rm,
+                                      rv);
+    Tensor sums_dev = gpu_->zeros({2 * c + 1}, DType::f64), y_dev = gpu_->zeros(shape, dtype());
+    Tensor mean_dev = gpu_->zeros({c}, DType::f32), invstd_dev = gpu_->zeros({c}, DType::f32);
+    gpu_->batch_norm_sums(x_dev, sums_dev);
+    gpu_->batch_norm_forward_from_sums(x_dev, g_dev, b_dev, sums_dev, 0.1f, 1e-5f, relu, y_dev,
+                                       mean_dev, invstd_dev, rm_dev, rv_dev);
+    expect_close(y_dev, y, "train forward");
+    EXPECT_LE(max_rel_diff(download(*gpu_, mean_dev), mean), 1e-5);
+    EXPECT_LE(max_rel_diff(download(*gpu_, invstd_dev), invstd), 1e-5);
+    EXPECT_LE(max_rel_diff(download(*gpu_, rm_dev), rm), 1e-5);
+    EXPECT_LE(max_rel_diff(download(*gpu_, rv_dev), rv), 1e-5);
+
+    Tensor grad_sums = Tensor::zeros({2 * c}, DType::f64), dx = Tensor::zeros(shape, DType::f32);
+    Tensor dgamma = Tensor::zeros({c}, DType::f32), dbeta = Tensor::zeros({c}, DType::f32);
+    cpu_.batch_norm_backward_sums(x, dy, gamma, beta, mean, invstd, relu, grad_sums);
+    cpu_.batch_norm_backward_from_sums(x, dy, gamma, beta, mean, invstd, relu, grad_sums, grad_sums,
+                                       double(x.numel() / c), dx, dgamma, dbeta);
+    Tensor gs_dev = gpu_->zeros({2 * c}, DType::f64), dx_dev = gpu_->zeros(shape, dtype());
+    Tensor dg_dev = gpu_->zeros({c}, dtype()), db_dev = gpu_->zeros({c}, dtype());
+    gpu_->batch_norm_backward_sums(x_dev, dy_dev, g_dev, b_dev, mean_dev, invstd_dev, relu, gs_dev);
+    gpu_->batch_norm_backward_from_sums(x_dev, dy_dev, g_dev, b_dev, mean_dev, invstd_dev, relu,
+                                        gs_dev, gs_dev, double(x.numel() / c), dx_dev, dg_dev,
+                                        db_dev);
+    expect_close(dx_dev, dx, "backward dx");
+    expect_close(dg_dev, dgamma, "backward dgamma");
+    expect_close(db_dev, dbeta, "backward dbeta");
+
+    cpu_.batch_norm_forward_eval(x, gamma, beta, rm, rv, 1e-5f, relu, y);
+    gpu_->batch_norm_forward_eval(x_dev, g_dev, b_dev, rm_dev, rv_dev, 1e-5f, relu, y_dev);
+    expect_close(y_dev, y, "eval forward");
+  }
+}
+
+TEST_P(CudaOps, MaxPoolAndGlobalAveragePool) {
+  PoolGeometry g;
+  g.n = 2;
+  g.c = 8;
+  g.h = g.w = 9;
+  auto [x, x_dev] = input({g.n, g.c, g.h, g.w});
+  auto [dy, dy_dev] = input({g.n, g.c, g.p(), g.q()});
+  Tensor y = Tensor::zeros(dy.shape(), DType::f32), dx = Tensor::zeros(x.shape(), DType::f32);
+  cpu_.max_pool_forward(g, x, y);
+  cpu_.max_pool_backward(g, x, y, dy, dx);
+  Tensor y_dev = gpu_->zeros(y.shape(), dtype()), dx_dev = gpu_->zeros(x.shape(), dtype());
+  gpu_->max_pool_forward(g, x_dev, y_dev);
+  gpu_->max_pool_backward(g, x_dev, y_dev, dy_dev, dx_dev);
+  expect_close(y_dev, y, "max pool forward");
+  expect_close(dx_dev, dx, "max pool backward");
+
+  auto [a, a_dev] = input({3, 16, 4, 4});
+  auto [da, da_dev] = input({3, 16});
+  Tensor pooled = Tensor::zeros({3, 16}, DType::f32), back = Tensor::zeros(a.shape(), DType::f32);
+  cpu_.global_avg_pool_forward(a, pooled);
+  cpu_.global_avg_pool_backward(da, back);
+  Tensor pooled_dev = gpu_->zeros({3, 16}, dtype()), back_dev = gpu_->zeros(a.shape(), dtype());
+  gpu_->global_avg_pool_forward(a_dev, pooled_dev);
+  gpu_->global_avg_pool_backward(da_dev, back_dev);
+  expect_close(pooled_dev, pooled, "average pool forward");
+  expect_close(back_dev, back, "average pool backward");
+}
+
+TEST_P(CudaOps, LinearForwardAndBackward) {
+  auto [x, x_dev] = input({6, 32});
+  auto [w, w_dev] = input({10, 32}, 0.2);
+  auto [b, b_dev] = input({10});
+  auto [dy, dy_dev] = input({6, 10});
+  Tensor y = Tensor::zeros({6, 10}, DType::f32), dx = Tensor::zeros(x.shape(), DType::f32);
+  Tensor dw = Tensor::zeros(w.shape(), DType::f32), db = Tensor::zeros({10}, DType::f32);
+  cpu_.linear_forward(x, w, b, y);
+  cpu_.linear_backward(x, w, dy, &dx, dw, db);
+  Tensor y_dev = gpu_->zeros(y.shape(), dtype()), dx_dev = gpu_->zeros(x.shape(), dtype());
+  Tensor dw_dev = gpu_->zeros(w.shape(), dtype()), db_dev = gpu_->zeros({10}, dtype());
+  gpu_->linear_forward(x_dev, w_dev, b_dev, y_dev);
+  gpu_->linear_backward(x_dev, w_dev, dy_dev, &dx_dev, dw_dev, db_dev);
+  expect_close(y_dev, y, "forward");
+  expect_close(dx_dev, dx, "dx");
+  expect_close(dw_dev, dw, "dw");
+  expect_close(db_dev, db, "db");
+}
+
+TEST_P(CudaOps, SoftmaxCrossEntropyAccuracyAndBadLabels) {
+  auto [logits, logits_dev] = input({16, 10}, 3.0);
+  Tensor labels = Tensor::zeros({16}, DType::i32);
+  for (int i = 0; i < 16; ++i) labels.data<int>()[i] = (i * 7) % 10;
+  Tensor labels_dev = gpu_->zeros({16}, DType::i32);
+  gpu_->copy(labels, labels_dev);
+  Tensor d = Tensor::zeros(logits.shape(), DType::f32), d_dev = gpu_->zeros(d.shape(), dtype());
+  const double want = cpu_.softmax_cross_entropy(logits, labels, 0.1f, &d);
+  const double got = gpu_->softmax_cross_entropy(logits_dev, labels_dev, 0.1f, &d_dev);
+  EXPECT_NEAR(got, want, 1e-5 * std::abs(want));
+  expect_close(d_dev, d, "dlogits");
+  EXPECT_EQ(gpu_->count_correct(logits_dev, labels_dev), cpu_.count_correct(logits, labels));
+
+  labels.data<int>()[5] = 10;
+  gpu_->copy(labels, labels_dev);
+  EXPECT_THROW(gpu_->softmax_cross_entropy(logits_dev, labels_dev, 0.0f, nullptr), Error);
+}
+
+TEST_P(CudaOps, ElementwiseOps) {
+  const Shape shape = {2, 8, 3, 3};
+  auto [a, a_dev] = input(shape);
+  auto [b, b_dev] = input(shape);
+  Tensor y = Tensor::zeros(shape, DType::f32), y_dev = gpu_->zeros(shape, dtype());
+  cpu_.add(a, b, y);
+  gpu_->add(a_dev, b_dev, y_dev);
+  expect_close(y_dev, y, "add");
+  cpu_.add_relu(a, b, y);
+  gpu_->add_relu(a_dev, b_dev, y_dev);
+  expect_close(y_dev, y, "add_relu");
+  Tensor dx = Tensor::zeros(shape, DType::f32), dx_dev = gpu_->zeros(shape, dtype());
+  cpu_.relu_backward(y, b, dx);
+  gpu_->relu_backward(y_dev, b_dev, dx_dev);
+  expect_close(dx_dev, dx, "relu_backward");
+  cpu_.scale(a, 0.25);
+  gpu_->scale(a_dev, 0.25);
+  expect_close(a_dev, a, "scale");
+}
+
+TEST_P(CudaOps, SgdStepOverRunsWithComputeDtypeGradients) {
+  const int64_t n = 1000;
+  Tensor w = random_f32({n}, rng_), m = random_f32({n}, rng_, 0.1);
+  Tensor g = rounded(random_f32({n}, rng_), dtype());
+  const std::vector<DecayRun> runs = {{0, 300, true}, {300, 200, false}, {500, 500, true}};
+  const SgdHyper h{0.1f, 0.9f, 5e-4f, true, 0.5f};
+  Tensor w_dev = upload(*gpu_, w, DType::f32), m_dev = upload(*gpu_, m, DType::f32);
+  Tensor g_dev = upload(*gpu_, g, dtype());
+  cpu_.sgd_step(h, runs, w, g, m);
+  gpu_->sgd_step(h, runs, w_dev, g_dev, m_dev);
+  EXPECT_LE(max_rel_diff(download(*gpu_, w_dev), w), 1e-6);
+  EXPECT_LE(max_rel_diff(download(*gpu_, m_dev), m), 1e-6);
+}
+
+TEST_P(CudaOps, CastRoundsAndFiniteCheckFindsInfAndNan) {
+  Tensor x = random_f32({513}, rng_);
+  Tensor x_dev = upload(*gpu_, x, DType::f32), c_dev = gpu_->zeros({513}, dtype());
+  gpu_->cast(x_dev, c_dev);
+  EXPECT_EQ(max_rel_diff(download(*gpu_, c_dev), rounded(x, dtype())), 0.0);
+  EXPECT_TRUE(gpu_->all_finite(c_dev));
+  x.data<float>()[300] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(gpu_->all_finite(upload(*gpu_, x, dtype())));
+  x.data<float>()[300] = std::nanf("");
+  EXPECT_FALSE(gpu_->all_finite(upload(*gpu_, x, dtype())));
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::bf16),
+                         [](const auto& info) { return dtype_name(info.param); });
+
+}  // namespace
+}  // namespace ringtrain

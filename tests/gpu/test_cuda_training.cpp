@@ -1,0 +1,106 @@
+// The whole model on the GPU: a ResNet-50 step in f32 against the CPU backend, a short bf16
+// run whose loss falls, and bit-identical repeats with deterministic cuDNN algorithms.
+// Skipped, with the reason, where there is no GPU.
+#include <numeric>
+
+#include "gpu_test_util.hpp"
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/optim/sgd.hpp"
+
+namespace ringtrain {
+namespace {
+
+using test::download;
+using test::max_rel_diff;
+using test::random_f32;
+using test::upload;
+
+struct Batch {
+  Tensor images, labels;  // host: f32 NCHW and i32
+};
+
+Batch random_batch(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Batch b{random_f32({n, 3, 32, 32}, rng), Tensor::zeros({n}, DType::i32)};
+  for (int i = 0; i < n; ++i) b.labels.data<int>()[i] = static_cast<int>(rng() % 10);
+  return b;
+}
+
+// One SGD step of `model` on the batch (already on the backend's device); returns the loss.
+double train_step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images,
+                  const Tensor& labels) {
+  const Tensor& logits = model.forward(images, true);
+  Tensor dlogits = backend.zeros(logits.shape(), logits.dtype());
+  const double loss = backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits);
+  model.backward(dlogits);
+  sgd.step(0.05f);
+  return loss;
+}
+
+Tensor device_labels(Backend& gpu, const Tensor& labels) {
+  Tensor dev = gpu.zeros(labels.shape(), DType::i32);
+  gpu.copy(labels, dev);
+  return dev;
+}
+
+TEST(CudaTraining, ResNet50StepInF32MatchesTheCpu) {
+  RT_SKIP_WITHOUT_GPU();
+  const ResNetConfig config;  // resnet50, cifar stem, 10 classes
+  CpuBackend cpu;
+  auto gpu = test::gpu_backend(DType::f32);
+  ResNet cpu_model(config, cpu, DType::f32, 7), gpu_model(config, *gpu, DType::f32, 7);
+  Sgd cpu_sgd(cpu_model.parameters(), cpu, SgdConfig{}),
+      gpu_sgd(gpu_model.parameters(), *gpu, SgdConfig{});
+  const Batch b = random_batch(4, 3);
+  const double cpu_loss = train_step(cpu_model, cpu, cpu_sgd, b.images, b.labels);
+  const double gpu_loss = train_step(gpu_model, *gpu, gpu_sgd, upload(*gpu, b.images, DType::f32),
+                                     device_labels(*gpu, b.labels));
+  EXPECT_NEAR(gpu_loss, cpu_loss, 1e-4 * cpu_loss);
+  // Per parameter: a 4-D slice of the device buffer is KRSC, download turns it back to KCRS.
+  ParameterSet &want = cpu_model.parameters(), &got = gpu_model.parameters();
+  for (size_t id = 0; id < want.param_infos().size(); ++id) {
+    const int i = static_cast<int>(id);
+    const std::string& name = want.param_infos()[id].name;
+    EXPECT_LE(max_rel_diff(download(*gpu, got.grad(i)), want.grad(i)), 1e-3) << name;
+    EXPECT_LE(max_rel_diff(download(*gpu, got.param(i)), want.param(i)), 1e-5) << name;
+  }
+}
+
+// Twenty steps on one batch of a ResNet-18 (width 0.5) in bf16 with f32 master weights.
+std::vector<double> bf16_losses(Backend& gpu, int steps) {
+  ResNetConfig config;
+  config.depth = 18;
+  config.width = 0.5;
+  ResNet model(config, gpu, DType::f32, 11);
+  Sgd sgd(model.parameters(), gpu, SgdConfig{});
+  const Batch b = random_batch(32, 5);
+  const Tensor images = upload(gpu, b.images, gpu.compute_dtype());
+  const Tensor labels = device_labels(gpu, b.labels);
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) losses.push_back(train_step(model, gpu, sgd, images, labels));
+  const Tensor master = download(gpu, model.parameters().flat_params());
+  losses.push_back(
+      std::accumulate(master.data<float>(), master.data<float>() + master.numel(), 0.0));
+  return losses;
+}
+
+TEST(CudaTraining, Bf16LossFallsOnABatchItCanMemorise) {
+  RT_SKIP_WITHOUT_GPU();
+  auto gpu = test::gpu_backend(DType::bf16);
+  const std::vector<double> losses = bf16_losses(*gpu, 20);
+  EXPECT_GT(losses.front(), 1.5);
+  EXPECT_LT(losses[19], 0.5 * losses.front());
+}
+
+TEST(CudaTraining, DeterministicAlgorithmsRepeatBitForBit) {
+  RT_SKIP_WITHOUT_GPU();
+  auto first = test::gpu_backend(DType::bf16, true);
+  const std::vector<double> a = bf16_losses(*first, 3);
+  auto second = test::gpu_backend(DType::bf16, true);
+  const std::vector<double> b = bf16_losses(*second, 3);
+  EXPECT_EQ(a, b);  // losses and the sum of the master weights, exactly
+}
+
+}  // namespace
+}  // namespace ringtrain
