@@ -1,0 +1,133 @@
+// Steady-state training throughput on one GPU: images/s of full steps (forward, loss, backward,
+// SGD) with the batch already on the device, and the same with the real loader (worker threads
+// augmenting into pinned slots, copies on the copy stream) feeding it; plus achieved TFLOP/s and
+// MFU against the device's dense 16-bit peak. Needs a GPU; says so and exits 2 without one.
+//   build/bench/bench_train_gpu --depth 50 --batch-size 256 --amp bf16 --workers 8
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <map>
+
+#include "ringtrain/backend/cuda/cuda_backend.hpp"
+#include "ringtrain/backend/devices.hpp"
+#include "ringtrain/data/device_prefetcher.hpp"
+#include "ringtrain/data/loader.hpp"
+#include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/optim/sgd.hpp"
+#include "timing.hpp"
+
+using namespace ringtrain;
+using bench::Clock;
+using bench::seconds_since;
+
+namespace {
+
+// Dense bf16/fp16 tensor-core peaks (TFLOP/s) by device name; 0 when unknown.
+double peak_tflops(const std::string& device_name) {
+  const std::map<std::string, double> peaks = {
+      {"H200", 989.0}, {"H100", 989.0}, {"A100", 312.0}, {"L40S", 362.0}, {"A10", 125.0}};
+  for (const auto& [name, tflops] : peaks)
+    if (device_name.find(name) != std::string::npos) return tflops;
+  return 0;
+}
+
+// One training step; the loss read-back makes the step complete when it returns.
+double step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images, const Tensor& labels,
+            Tensor& dlogits) {
+  const Tensor& logits = model.forward(images, true);
+  const double loss = backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits);
+  model.backward(dlogits);
+  sgd.step(0.01f);
+  return loss;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ResNetConfig mc;
+  int batch = 256, steps = 50, warmup = 10, workers = 8, train_images = 20000;
+  std::string amp = "bf16";
+  double peak = 0;
+  CLI::App app{"GPU training-step benchmark"};
+  app.add_option("--depth", mc.depth)->capture_default_str();
+  app.add_option("--width", mc.width)->capture_default_str();
+  app.add_option("--batch-size", batch)->capture_default_str();
+  app.add_option("--steps", steps, "timed steps")->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--amp", amp, "bf16, fp16 or off")->capture_default_str();
+  app.add_option("--workers", workers, "loader threads for the real-loader run")
+      ->capture_default_str();
+  app.add_option("--train-images", train_images, "synthetic images the loader draws from")
+      ->capture_default_str();
+  app.add_option("--peak-tflops", peak, "device peak for MFU (default: by device name)");
+  CLI11_PARSE(app, argc, argv);
+
+  const DeviceInventory devices = probe_devices();
+  if (devices.cuda_devices == 0) {
+    std::fprintf(stderr, "bench_train_gpu: no GPU: %s\n", devices.why_none.c_str());
+    return 2;
+  }
+  CudaOptions o;
+  o.compute = amp == "off" ? DType::f32 : (amp == "fp16" ? DType::f16 : DType::bf16);
+  auto backend = make_cuda_backend(o);
+  const std::string name = backend->name();
+  if (peak <= 0) peak = peak_tflops(name);
+
+  ResNet model(mc, *backend, DType::f32, 0);
+  Sgd sgd(model.parameters(), *backend, SgdConfig{});
+  const double gflop_per_image = 6.0 * model.macs_per_image(32, 32) * 1e-9;
+
+  SynthConfig sc;
+  sc.train_count = train_images;
+  sc.test_count = 16;
+  const Dataset data = make_synthetic(sc);
+  const Normalization norm = channel_statistics(data.train);
+  const ImageWriter writer(data.train, norm, 4, o.compute, Layout::nhwc);
+  LoaderConfig lc;
+  lc.batch_size = batch;
+  lc.workers = workers;
+  lc.persistent_workers = true;
+  Loader loader(data.train, writer,
+                DistributedSampler(data.train.count, 1, 0, true, ShardTail::drop, 0), lc, *backend);
+  DevicePrefetcher prefetcher(loader, *backend);
+  Tensor dlogits = backend->zeros({batch, mc.classes}, o.compute);
+
+  // On-device data: the first loader batch, copied once.
+  prefetcher.start_epoch(0);
+  const DeviceBatch* first = prefetcher.next();
+  Tensor images = backend->zeros(first->images.shape(), o.compute);
+  Tensor labels = backend->zeros(first->labels.shape(), DType::i32);
+  backend->copy(first->images, images);
+  backend->copy(first->labels, labels);
+  for (int s = 0; s < warmup; ++s) step(model, *backend, sgd, images, labels, dlogits);
+  auto t0 = Clock::now();
+  for (int s = 0; s < steps; ++s) step(model, *backend, sgd, images, labels, dlogits);
+  const double on_device = double(steps) * batch / seconds_since(t0);
+
+  // The real loader: batches assembled by the workers, copied while the previous step computes.
+  int64_t epoch = 1, done = 0;
+  prefetcher.start_epoch(epoch);
+  t0 = Clock::now();
+  while (done < warmup + steps) {
+    const DeviceBatch* b = prefetcher.next();
+    if (!b) {
+      prefetcher.start_epoch(++epoch);
+      continue;
+    }
+    if (done == warmup) t0 = Clock::now();
+    step(model, *backend, sgd, b->images, b->labels, dlogits);
+    ++done;
+  }
+  const double with_loader = double(steps) * batch / seconds_since(t0);
+
+  std::printf("device: %s; resnet%d-cifar width %.2f, batch %d, %s\n", name.c_str(), mc.depth,
+              mc.width, batch, dtype_name(o.compute).c_str());
+  for (const auto& [label, rate] :
+       {std::pair<const char*, double>{"on-device data", on_device}, {"real loader", with_loader}}) {
+    const double tflops = rate * gflop_per_image * 1e-3;
+    std::printf("%-16s %10.0f img/s  %7.1f TFLOP/s  MFU %s\n", label, rate, tflops,
+                peak > 0 ? str_cat(100 * tflops / peak, "%").c_str() : "n/a (unknown peak)");
+  }
+  std::printf("loader / on-device: %.3f (%d workers)\n", with_loader / on_device, workers);
+  return 0;
+}
