@@ -53,15 +53,15 @@ namespace {
 
 constexpr int kMaxAlgos = 16;
 
-// The three perf structs of cuDNN share these fields.
+// The three perf structs of cuDNN share these fields. The search ran under the descriptor's
+// math type, so f32 candidates are FMA kernels; they keep running as such.
 template <class Perf>
 std::vector<ConvCandidate> candidates(const Perf* perf, int count, DType dtype) {
   std::vector<ConvCandidate> out;
   for (int i = 0; i < count; ++i) {
-    const bool math_ok = dtype != DType::f32 || perf[i].mathType == CUDNN_FMA_MATH;
-    out.push_back({static_cast<int>(perf[i].algo), static_cast<int>(perf[i].mathType),
-                   perf[i].status == CUDNN_STATUS_SUCCESS && math_ok, perf[i].time, perf[i].memory,
-                   perf[i].determinism == CUDNN_DETERMINISTIC});
+    const int math = dtype == DType::f32 ? CUDNN_FMA_MATH : static_cast<int>(perf[i].mathType);
+    out.push_back({static_cast<int>(perf[i].algo), math, perf[i].status == CUDNN_STATUS_SUCCESS,
+                   perf[i].time, perf[i].memory, perf[i].determinism == CUDNN_DETERMINISTIC});
   }
   return out;
 }
