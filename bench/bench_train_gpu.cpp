@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
 
   std::printf("device: %s; resnet%d-cifar width %.2f, batch %d, %s\n", name.c_str(), mc.depth,
               mc.width, batch, dtype_name(o.compute).c_str());
-  for (const auto& [label, rate] :
-       {std::pair<const char*, double>{"on-device data", on_device}, {"real loader", with_loader}}) {
+  for (const auto& [label, rate] : {std::pair<const char*, double>{"on-device data", on_device},
+                                    {"real loader", with_loader}}) {
     const double tflops = rate * gflop_per_image * 1e-3;
     std::printf("%-16s %10.0f img/s  %7.1f TFLOP/s  MFU %s\n", label, rate, tflops,
                 peak > 0 ? str_cat(100 * tflops / peak, "%").c_str() : "n/a (unknown peak)");

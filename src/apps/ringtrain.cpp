@@ -136,6 +136,7 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
 void choose_device(const CLI::App& cmd, const std::string& device, TrainConfig& c) {
   const DeviceInventory devices = probe_devices();
   c.device = device == "auto" ? (devices.cuda_devices > 0 ? "cuda" : "cpu") : device;
+  RT_CHECK(c.device == "cpu" || devices.cuda_devices > 0, "--device cuda, but ", devices.why_none);
   if (c.device == "cuda") return;
   spdlog::info("training on the CPU backend: {}",
                device == "cpu" ? "--device cpu" : devices.why_none);

@@ -1,5 +1,6 @@
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
+#include "ringtrain/dist/nccl_communicator.hpp"
 
 namespace ringtrain {
 
@@ -7,8 +8,21 @@ DeviceInventory probe_devices() {
   return {0, false, "built without the CUDA backend (RINGTRAIN_CUDA=OFF or no CUDA toolkit)"};
 }
 
+std::string device_bus_id(int device) {
+  throw Error(str_cat("device_bus_id(", device, "): built without the CUDA backend"));
+}
+
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions&) {
-  throw Error("the CUDA backend is not built into this ringtrain (configure with RINGTRAIN_CUDA=ON)");
+  throw Error(
+      "the CUDA backend is not built into this ringtrain (configure with RINGTRAIN_CUDA=ON)");
+}
+
+void* compute_stream(Backend& backend) {
+  throw Error(str_cat("compute_stream(", backend.name(), "): built without the CUDA backend"));
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, Backend&, const CommOptions&) {
+  throw Error("the NCCL communicator is not built into this ringtrain (no CUDA backend)");
 }
 
 }  // namespace ringtrain

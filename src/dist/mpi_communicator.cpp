@@ -72,7 +72,7 @@ void MpiCommunicator::complete(MPI_Request& request, const std::string& what) {
 
 // Every rank contributes (sequence, kind, count, dtype); the maximum and the minimum agree only
 // when all ranks issue the same collective.
-void MpiCommunicator::check_same_collective(int kind, int64_t count, int dtype) {
+void MpiCommunicator::check_collective(Kind kind, int64_t count, int dtype) {
   const int64_t mine[4] = {sequence_++, kind, count, dtype};
   int64_t high[4], low[4];
   RT_MPI_CHECK(MPI_Allreduce(mine, high, 4, MPI_INT64_T, MPI_MAX, comm_));
@@ -94,7 +94,8 @@ CommHandle MpiCommunicator::all_reduce_async(Tensor& buffer, int64_t offset, int
   RT_CHECK(buffer.device().kind == Device::Kind::cpu, "MpiCommunicator: buffer on ",
            buffer.device().str(), "; MPI all-reduces host memory");
   RT_CHECK(count <= INT32_MAX, "MpiCommunicator: range of ", count, " elements is too large");
-  if (options_.check_collectives) check_same_collective(0, count, static_cast<int>(buffer.dtype()));
+  if (options_.check_collectives)
+    check_collective(kAllReduce, count, static_cast<int>(buffer.dtype()));
   Pending p{MPI_REQUEST_NULL, buffer.reshaped({buffer.numel()}).slice(offset, {count}), op};
   RT_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, p.range.raw(), static_cast<int>(count),
                               mpi_type(buffer), MPI_SUM, comm_, &p.request));
@@ -130,7 +131,8 @@ void MpiCommunicator::broadcast(Tensor& buffer, int root) {
   RT_CHECK(buffer.nbytes() <= INT32_MAX, "MpiCommunicator::broadcast: ", buffer.describe(),
            " is too large for one call");
   if (options_.check_collectives)
-    check_same_collective(1, static_cast<int64_t>(buffer.nbytes()), static_cast<int>(DType::u8));
+    check_collective(kBroadcast, static_cast<int64_t>(buffer.nbytes()),
+                     static_cast<int>(DType::u8));
   MPI_Request request;
   RT_MPI_CHECK(
       MPI_Ibcast(buffer.raw(), static_cast<int>(buffer.nbytes()), MPI_BYTE, root, comm_, &request));
@@ -138,14 +140,15 @@ void MpiCommunicator::broadcast(Tensor& buffer, int root) {
 }
 
 void MpiCommunicator::barrier() {
-  if (options_.check_collectives) check_same_collective(2, 0, 0);
+  if (options_.check_collectives) check_collective(kBarrier, 0, 0);
   MPI_Request request;
   RT_MPI_CHECK(MPI_Ibarrier(comm_, &request));
   complete(request, "barrier");
 }
 
 void MpiCommunicator::all_reduce_host(double* values, int count, ReduceOp op) {
-  if (options_.check_collectives) check_same_collective(3, count, static_cast<int>(DType::f64));
+  if (options_.check_collectives)
+    check_collective(kAllReduceHost, count, static_cast<int>(DType::f64));
   MPI_Request request;
   RT_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, comm_, &request));
   complete(request, str_cat("all-reduce of ", count, " host values"));

@@ -18,7 +18,9 @@
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/streaming_loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/dist/device_assignment.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
+#include "ringtrain/dist/nccl_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
 #include "ringtrain/optim/loss_scaler.hpp"
 #include "ringtrain/optim/lr_schedule.hpp"
@@ -195,21 +197,13 @@ StepStats accumulated_step(Replicas& r, DevicePrefetcher& batches, int k, float 
   return total;
 }
 
-// This rank's backend: the CPU, or the CUDA device of its local rank (device 0 when each rank
-// sees one device, as under srun --gpus-per-task).
+// This rank's backend: the CPU, or the CUDA device of its local rank (see assign_device).
 std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) {
   if (c.device == "cpu") return std::make_unique<CpuBackend>(c.threads);
-  RT_CHECK(world.size() == 1,
-           "train: training on CUDA with several ranks needs the NCCL communicator, which is not "
-           "built yet; run one rank, or --device cpu");
   const DeviceInventory devices = probe_devices();
   RT_CHECK(devices.cuda_devices > 0, "train: --device cuda, but ", devices.why_none);
-  const int device = devices.cuda_devices == 1 ? 0 : world.local_rank();
-  RT_CHECK(devices.cuda_devices == 1 || world.local_size() <= devices.cuda_devices,
-           "train: ", world.local_size(), " ranks on this node but only ", devices.cuda_devices,
-           " visible CUDA devices");
   CudaOptions o;
-  o.device = device;
+  o.device = assign_device(world, devices.cuda_devices);
   o.rank = world.rank();
   o.compute = c.amp == "off" ? DType::f32 : (c.amp == "fp16" ? DType::f16 : DType::bf16);
   o.deterministic = c.deterministic;
@@ -292,10 +286,16 @@ TrainResult train(const TrainConfig& requested) {
   }
   Backend& backend = dp ? dp->primary_backend() : *own_backend;
   ResNet& model = dp ? dp->primary() : *own_model;
+  // Gradients and SyncBatchNorm sums travel over NCCL on CUDA, over MPI on the CPU.
+  std::unique_ptr<Communicator> nccl;
+  if (world.size() > 1 && config.device == "cuda")
+    nccl = make_nccl_communicator(world.comm(), backend,
+                                  CommOptions{config.comm_timeout_s, config.debug_collectives});
+  Communicator& grad_comm = nccl ? *nccl : comm;
   std::optional<DistributedDataParallel> ddp;
-  if (world.size() > 1 && config.sync_bn) model.set_sync_batch_norm(&comm);
+  if (world.size() > 1 && config.sync_bn) model.set_sync_batch_norm(&grad_comm);
   if (world.size() > 1) {
-    ddp.emplace(model.parameters(), comm, backend,
+    ddp.emplace(model.parameters(), grad_comm, backend,
                 DdpConfig{config.bucket_cap_mb, 1.0, config.overlap});
     ddp->broadcast_state();
   }

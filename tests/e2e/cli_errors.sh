@@ -39,6 +39,10 @@ expect_error negative_batch "--batch-size" train --batch-size -4
 expect_error bad_depth "--depth" train --depth 42
 expect_error dp_uneven_batch "splits the batch of 33 evenly over 2 devices" train --mode dp --devices 2 --batch-size 33 --steps 1
 expect_error no_subcommand "subcommand" 
+expect_error bad_amp "--amp" train --amp fp8
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_error cuda_without_gpu "--device cuda, but" train --device cuda --steps 1
+fi
 
 # The converter refuses a truncated record and leaves no output file behind.
 mkdir -p "$dir/cifar"

@@ -12,4 +12,8 @@ struct DeviceInventory {
 };
 DeviceInventory probe_devices();
 
+// The PCI bus id of a visible CUDA device ("0000:3B:00.0"): what tells two devices apart
+// across processes whatever their CUDA_VISIBLE_DEVICES.
+std::string device_bus_id(int device);
+
 }  // namespace ringtrain

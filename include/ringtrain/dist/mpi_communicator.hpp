@@ -33,6 +33,11 @@ class MpiCommunicator final : public Communicator {
   void barrier() override;
   void all_reduce_host(double* values, int count, ReduceOp op) override;
 
+  // The --debug-collectives check: every rank contributes (sequence, kind, count, dtype) and
+  // they must agree; the NCCL communicator calls it for its device collectives too.
+  enum Kind { kAllReduce, kBroadcast, kBarrier, kAllReduceHost };
+  void check_collective(Kind kind, int64_t count, int dtype);
+
   // How many all-reduces were found complete by progress() before their wait(): evidence that
   // communication overlapped with computation.
   int64_t completed_before_wait() const { return completed_before_wait_; }
@@ -47,7 +52,6 @@ class MpiCommunicator final : public Communicator {
 
   // Polls until the request completes; throws naming `what` after the timeout.
   void complete(MPI_Request& request, const std::string& what);
-  void check_same_collective(int kind, int64_t count, int dtype);
 
   MPI_Comm comm_;
   CommOptions options_;

@@ -19,6 +19,7 @@ class World {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   MPI_Comm comm() const { return MPI_COMM_WORLD; }
+  MPI_Comm local_comm() const { return local_; }  // the ranks of this node
   bool is_root() const { return rank_ == 0; }
 
   // Ends the whole job: prints "ringtrain: rank R of N: error: message" and calls MPI_Abort, so

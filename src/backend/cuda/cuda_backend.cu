@@ -250,4 +250,10 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
   return std::make_unique<cuda::CudaBackend>(options);
 }
 
+void* compute_stream(Backend& backend) {
+  auto* cuda = dynamic_cast<cuda::CudaBackend*>(&backend);
+  RT_CHECK(cuda, "compute_stream: backend ", backend.name(), " is not a CUDA backend");
+  return cuda->stream();
+}
+
 }  // namespace ringtrain

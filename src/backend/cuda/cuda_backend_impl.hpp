@@ -3,7 +3,7 @@
 // of op). Activations are NHWC in the compute dtype; parameters f32 with a compute-dtype copy.
 #include <memory>
 
-#include "cuda_check.hpp"
+#include "ringtrain/backend/cuda/cuda_check.hpp"
 #include "cuda_types.cuh"
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/backend/cuda/conv_algo.hpp"

@@ -1,4 +1,4 @@
-#include "cuda_check.hpp"
+#include "ringtrain/backend/cuda/cuda_check.hpp"
 
 #include <cstdio>
 

@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include "ringtrain/backend/devices.hpp"
+#include "ringtrain/core/error.hpp"
 
 namespace ringtrain {
 
@@ -13,6 +14,15 @@ DeviceInventory probe_devices() {
     return {0, true, std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status)};
   }
   return {count, true, count == 0 ? "no CUDA device visible" : ""};
+}
+
+std::string device_bus_id(int device) {
+  char id[32] = {};
+  const cudaError_t status = cudaDeviceGetPCIBusId(id, sizeof(id), device);
+  if (status != cudaSuccess)
+    throw Error(str_cat("cudaDeviceGetPCIBusId(", device, ") returned ", status, " (",
+                        cudaGetErrorString(status), ")"));
+  return id;
 }
 
 }  // namespace ringtrain
