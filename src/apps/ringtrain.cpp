@@ -126,6 +126,19 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")->capture_default_str();
   cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")->check(kNonNegative);
   cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
+  cmd.add_option("--profile", c.profile,
+                 "phase timing: off, summary (table and shares) or trace (also a Chrome trace)")
+      ->check(CLI::IsMember({"off", "summary", "trace"}))
+      ->capture_default_str();
+  cmd.add_option("--trace-dir", c.trace_dir, "--profile trace: where trace_rank<R>.json goes")
+      ->capture_default_str();
+  cmd.add_option("--summary", c.summary_path, "write the run summary as JSON here");
+  cmd.add_option("--peak-tflops", c.peak_tflops, "device peak for MFU (default: by device name)")
+      ->check(kNonNegative);
+  cmd.add_option("--debug-loader-delay-ms", c.debug_loader_delay_ms, "tests: slow loader")
+      ->group("");
+  cmd.add_option("--debug-comm-delay-ms", c.debug_comm_delay_ms, "tests: slow all-reduce")
+      ->group("");
   cmd.add_option("--log-interval", c.log_interval_s, "seconds between progress lines")
       ->check(kNonNegative)
       ->capture_default_str();

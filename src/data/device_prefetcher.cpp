@@ -2,8 +2,8 @@
 
 namespace ringtrain {
 
-DevicePrefetcher::DevicePrefetcher(BatchSource& source, Backend& backend)
-    : source_(source), backend_(backend) {}
+DevicePrefetcher::DevicePrefetcher(BatchSource& source, Backend& backend, StepProfiler* profiler)
+    : source_(source), backend_(backend), profiler_(profiler) {}
 
 void DevicePrefetcher::start_epoch(int64_t epoch) {
   source_.start_epoch(epoch);
@@ -31,8 +31,10 @@ void DevicePrefetcher::issue_copy() {
 const DeviceBatch* DevicePrefetcher::next() {
   const int ready = current_;
   if (!in_flight_[ready]) return nullptr;
+  if (profiler_) profiler_->start(Phase::copy);
   backend_.wait_for_copies();
   current_ = 1 - ready;
+  if (profiler_) profiler_->start(Phase::data);
   issue_copy();
   return &views_[ready];
 }

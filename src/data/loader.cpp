@@ -1,5 +1,8 @@
 #include "ringtrain/data/loader.hpp"
 
+#include <chrono>
+#include <thread>
+
 namespace ringtrain {
 
 Loader::Loader(const Split& split, const ImageWriter& writer, DistributedSampler sampler,
@@ -46,6 +49,8 @@ void Loader::assemble(const EpochPlan& plan, int64_t batch, Slot& slot) const {
     writer_.write(sample, crop, images + i * writer_.image_bytes());
     labels[i] = split_.labels[static_cast<size_t>(sample)];
   }
+  if (config_.debug_delay_s > 0)
+    std::this_thread::sleep_for(std::chrono::duration<double>(config_.debug_delay_s));
   slot.batch.index = batch;
   slot.batch.images =
       slot.image_storage.slice(0, {n, split_.channels, split_.height, split_.width});

@@ -120,6 +120,8 @@ void MpiCommunicator::wait(CommHandle handle) {
   auto it = pending_.find(handle);
   RT_CHECK(it != pending_.end(), "MpiCommunicator::wait: unknown handle ", handle);
   Pending& p = it->second;
+  if (options_.debug_wait_delay_s > 0)
+    std::this_thread::sleep_for(std::chrono::duration<double>(options_.debug_wait_delay_s));
   if (!p.done)
     complete(p.request,
              str_cat("all-reduce of ", p.range.numel(), " ", dtype_name(p.range.dtype())));

@@ -16,7 +16,8 @@ DataParallel::DataParallel(const ResNetConfig& config, int devices, int threads_
 }
 
 DataParallel::StepResult DataParallel::step(const Tensor& images, const Tensor& labels,
-                                            float label_smoothing, double grad_scale) {
+                                            float label_smoothing, double grad_scale,
+                                            StepProfiler* profiler) {
   const int64_t n = images.dim(0), devices = static_cast<int64_t>(replicas_.size());
   RT_CHECK(n % devices == 0, "dp: batch of ", n, " does not split evenly over ", devices,
            " devices");
@@ -25,6 +26,7 @@ DataParallel::StepResult DataParallel::step(const Tensor& images, const Tensor& 
   const int64_t image_elements = shape_numel(image_shape);
 
   // Replicate: device 0's parameters and buffers to every other device.
+  if (profiler) profiler->start(Phase::copy);
   ParameterSet& main = primary().parameters();
   for (size_t d = 1; d < replicas_.size(); ++d) {
     ParameterSet& p = replicas_[d].model->parameters();
@@ -34,6 +36,7 @@ DataParallel::StepResult DataParallel::step(const Tensor& images, const Tensor& 
   }
 
   // Scatter and run the replicas in parallel; each scales its loss gradient by its share.
+  if (profiler) profiler->start(Phase::forward);
   std::vector<std::future<StepResult>> running;
   for (size_t d = 0; d < replicas_.size(); ++d)
     running.push_back(std::async(std::launch::async, [&, d] {
@@ -59,6 +62,7 @@ DataParallel::StepResult DataParallel::step(const Tensor& images, const Tensor& 
   }
 
   // Reduce onto device 0, one device after another.
+  if (profiler) profiler->start(Phase::comm);
   Tensor& grads = main.flat_grads();
   for (size_t d = 1; d < replicas_.size(); ++d)
     primary_backend().add(grads, replicas_[d].model->parameters().flat_grads(), grads);

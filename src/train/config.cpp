@@ -1,5 +1,7 @@
 #include "ringtrain/train/config.hpp"
 
+#include "ringtrain/prof/step_profiler.hpp"
+
 namespace ringtrain {
 
 void TrainConfig::validate() const {
@@ -31,6 +33,8 @@ void TrainConfig::validate() const {
            "config: --amp must be bf16, fp16 or off, got ", amp);
   RT_CHECK(!(device == "cuda" && mode == "dp"),
            "config: --mode dp runs on CPU replicas only so far; use --device cpu");
+  parse_profile_mode(profile);
+  RT_CHECK(peak_tflops >= 0, "config: --peak-tflops must be >= 0, got ", peak_tflops);
   RT_CHECK(threads >= 0, "config: --threads must be >= 0, got ", threads);
   resnet_layout(model.depth);
 }

@@ -2,12 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
@@ -27,6 +26,9 @@
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/data_parallel.hpp"
 #include "ringtrain/parallel/ddp.hpp"
+#include "ringtrain/prof/gpu_monitor.hpp"
+#include "ringtrain/prof/report.hpp"
+#include "ringtrain/train/run_report.hpp"
 
 namespace ringtrain {
 namespace {
@@ -70,6 +72,7 @@ LoaderConfig loader_config(const TrainConfig& c, bool training) {
   l.shuffle = training;
   l.drop_last = training;
   l.seed = c.seed;
+  l.debug_delay_s = training ? c.debug_loader_delay_ms * 1e-3 : 0;
   return l;
 }
 
@@ -148,6 +151,7 @@ struct Replicas {
   Backend& backend;
   DistributedDataParallel* ddp;
   DataParallel* dp;
+  StepProfiler& prof;
 };
 
 // One forward and backward, the loss gradient scaled by grad_scale; with DDP the averaged
@@ -156,16 +160,21 @@ StepStats micro_step(Replicas& r, const DeviceBatch& batch, float smoothing, dou
                      Tensor& dlogits) {
   if (r.dp) {
     const DataParallel::StepResult x =
-        r.dp->step(batch.images, batch.labels, smoothing, grad_scale);
+        r.dp->step(batch.images, batch.labels, smoothing, grad_scale, &r.prof);
     return {x.loss, x.correct};
   }
   StepStats s;
+  r.prof.start(Phase::forward);
   const Tensor& logits = r.model.forward(batch.images, true);
   s.loss = r.backend.softmax_cross_entropy(logits, batch.labels, smoothing, &dlogits);
   s.correct = r.backend.count_correct(logits, batch.labels);
   if (grad_scale != 1.0) r.backend.scale(dlogits, grad_scale);
+  r.prof.start(Phase::backward);
   r.model.backward(dlogits);
-  if (r.ddp) r.ddp->finish_gradients();
+  if (r.ddp) {
+    r.prof.start(Phase::comm);  // what is left of the all-reduces once backward is done
+    r.ddp->finish_gradients();
+  }
   return s;
 }
 
@@ -227,41 +236,13 @@ LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
   return s;
 }
 
-std::ofstream open_metrics(const std::string& path) {
-  std::ofstream out;
-  if (path.empty()) return out;
-  const auto dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir);
-  out.open(path);
-  RT_CHECK(out.good(), "train: cannot write metrics to ", path);
-  return out;
-}
-
-std::string format_duration(double s) {
-  const int64_t t = static_cast<int64_t>(s);
-  return t >= 60 ? str_cat(t / 60, "m", t % 60, "s") : str_cat(t, "s");
-}
-
-void write_metrics(std::ofstream& out, const EpochMetrics& m) {
-  nlohmann::json j = {{"epoch", m.epoch},
-                      {"step", m.step},
-                      {"train_loss", m.train_loss},
-                      {"train_accuracy", m.train_accuracy},
-                      {"test_loss", m.test_loss},
-                      {"test_accuracy", m.test_accuracy},
-                      {"lr", m.lr},
-                      {"epoch_time_s", m.epoch_time_s},
-                      {"images_per_s", m.images_per_s}};
-  out << j.dump() << "\n";
-  out.flush();
-}
-
 }  // namespace
 
 TrainResult train(const TrainConfig& requested) {
   World& world = World::get();
   MpiCommunicator comm(world.comm(),
-                       CommOptions{requested.comm_timeout_s, requested.debug_collectives});
+                       CommOptions{requested.comm_timeout_s, requested.debug_collectives,
+                                   requested.debug_comm_delay_ms * 1e-3});
   if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
   const TrainConfig config = per_rank_config(requested, world.size());
   const Dataset data = load_data(config, comm);
@@ -323,8 +304,6 @@ TrainResult train(const TrainConfig& requested) {
       mc.classes, total_steps, global_batch, config.batch_size, world.size(), config.accum_steps,
       dp ? str_cat("DataParallel over ", config.devices, " CPU devices")
          : describe_backend(backend));
-
-  std::ofstream metrics = world.is_root() ? open_metrics(config.metrics_path) : std::ofstream();
   const LoaderConfig test_config = loader_config(config, false);
   const ImageWriter test_writer(data.test, train_source.norm, test_config.pad,
                                 backend.compute_dtype(), backend.layout());
@@ -332,22 +311,27 @@ TrainResult train(const TrainConfig& requested) {
       data.test, test_writer,
       DistributedSampler(data.test.count, world.size(), world.rank(), false, ShardTail::uneven, 0),
       test_config, backend);
-  DevicePrefetcher train_batches(*train_source.batches, backend),
+  StepProfiler prof(backend, parse_profile_mode(config.profile));
+  DevicePrefetcher train_batches(*train_source.batches, backend, &prof),
       test_batches(test_loader, backend);
   Tensor dlogits = backend.zeros({config.batch_size, mc.classes}, backend.compute_dtype());
-  Replicas replicas{model, backend, ddp ? &*ddp : nullptr, dp ? &*dp : nullptr};
+  Replicas replicas{model, backend, ddp ? &*ddp : nullptr, dp ? &*dp : nullptr, prof};
   Tensor gradient_sum;  // gradient accumulation: the earlier micro-steps' gradients
   if (config.accum_steps > 1)
     gradient_sum = backend.zeros(model.parameters().flat_grads().shape(),
                                  model.parameters().flat_grads().dtype());
   LossScaler scaler(backend.compute_dtype() == DType::f16);
+  GpuMonitor gpu_monitor(config.device == "cuda" ? device_bus_id(backend.device().index) : "");
+  if (config.device == "cuda" && !gpu_monitor.available())
+    spdlog::info("GPU utilisation not measured: {}", gpu_monitor.why_unavailable());
+  RunReport report(config, world.is_root(), total_steps, epochs, global_batch);
   int64_t step = 0;
-  const auto start = Clock::now();
-  auto last_log = start;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     train_batches.start_epoch(epoch);
     const auto epoch_start = Clock::now();
-    double sums[3] = {0, 0, 0};  // loss over steps, correct, images: reduced over ranks below
+    const PhaseTimes phases_before = prof.totals();
+    // Reduced over ranks below: loss over steps, correct, images, then the phase seconds.
+    std::array<double, 3 + kPhases> sums{};
     int64_t steps_this_epoch = 0;
     double lr = 0;
     for (int64_t b = 0; b < steps_per_epoch && step < total_steps; ++b, ++step) {
@@ -358,10 +342,9 @@ TrainResult train(const TrainConfig& requested) {
       const StepStats st =
           accumulated_step(replicas, train_batches, config.accum_steps, config.label_smoothing,
                            loss_scale, dlogits, gradient_sum);
-      const double loss = st.loss;
-      RT_CHECK(std::isfinite(loss), "train: loss is ", loss, " at step ", step, " (learning rate ",
-               lr, " too high?)");
-      sums[1] += static_cast<double>(st.correct);
+      RT_CHECK(std::isfinite(st.loss), "train: loss is ", st.loss, " at step ", step,
+               " (learning rate ", lr, " too high?)");
+      prof.start(Phase::optimizer);
       const bool finite = !scaler.enabled() || backend.all_finite(model.parameters().flat_grads());
       if (scaler.update(finite)) {
         sgd.step(static_cast<float>(lr), static_cast<float>(1.0 / loss_scale));
@@ -369,20 +352,17 @@ TrainResult train(const TrainConfig& requested) {
         spdlog::warn("step {}: gradients overflowed at loss scale {}; step skipped, scale now {}",
                      step, loss_scale, scaler.scale());
       }
-      result.step_losses.push_back(loss);
-      sums[0] += loss;
+      prof.start(Phase::other);
+      result.step_losses.push_back(st.loss);
+      sums[0] += st.loss;
+      sums[1] += static_cast<double>(st.correct);
       sums[2] += int64_t{config.batch_size} * config.accum_steps;
       ++steps_this_epoch;
-      if (seconds_since(last_log) >= config.log_interval_s || step + 1 == total_steps) {
-        last_log = Clock::now();
-        const double elapsed = seconds_since(start);
-        const double rate = (step + 1) * double(global_batch) / elapsed;
-        spdlog::info("epoch {}/{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s ETA {}", epoch + 1,
-                     epochs, step + 1, total_steps, loss, lr, rate,
-                     format_duration(elapsed / (step + 1) * (total_steps - step - 1)));
-      }
+      report.progress(epoch, step, st.loss, lr);
+      prof.end_step();
     }
-    comm.all_reduce_host(sums, 3, ReduceOp::sum);
+    for (int p = 0; p < kPhases; ++p) sums[3 + p] = prof.totals()[p] - phases_before[p];
+    comm.all_reduce_host(sums.data(), static_cast<int>(sums.size()), ReduceOp::sum);
     EpochMetrics m;
     m.epoch = epoch + 1;
     m.step = step;
@@ -391,6 +371,12 @@ TrainResult train(const TrainConfig& requested) {
     m.train_accuracy = sums[1] / std::max(1.0, sums[2]);
     m.epoch_time_s = seconds_since(epoch_start);
     m.images_per_s = sums[2] / m.epoch_time_s;
+    PhaseTimes epoch_phases{};
+    std::copy(sums.begin() + 3, sums.end(), epoch_phases.begin());
+    m.phase_shares = phase_shares(epoch_phases);
+    const GpuMonitor::Stats util = gpu_monitor.take();
+    m.gpu_util_mean = util.mean;
+    m.gpu_util_min = util.min;
     // Ranks saw different batches, so their BN running statistics differ: evaluate rank 0's.
     if (ddp) ddp->broadcast_buffers();
     EvalSums ev = evaluate(model, backend, test_batches);
@@ -399,25 +385,23 @@ TrainResult train(const TrainConfig& requested) {
              " test samples, expected ", data.test.count);
     m.test_loss = ev.loss / ev.count;
     m.test_accuracy = ev.correct / ev.count;
-    spdlog::info(
-        "epoch {} done: train loss {:.4f} acc {:.2f}%, test loss {:.4f} acc {:.2f}%, "
-        "{:.1f} img/s",
-        m.epoch, m.train_loss, 100 * m.train_accuracy, m.test_loss, 100 * m.test_accuracy,
-        m.images_per_s);
-    if (metrics.is_open()) write_metrics(metrics, m);
+    report.epoch_done(m);
     result.epochs.push_back(m);
   }
-  double train_time = 0;
-  for (const auto& m : result.epochs) train_time += m.epoch_time_s;
-  result.train_time_s = train_time;
-  result.images_per_s = static_cast<double>(step) * global_batch / train_time;
-  // One training step costs three forward passes; a multiply-accumulate is two FLOPs.
-  result.achieved_gflops = result.images_per_s * 6.0 * result.macs_per_image * 1e-9;
-  spdlog::info(
-      "summary: {} steps in {}, {:.1f} img/s, {:.1f} GFLOP/s achieved, final test "
-      "accuracy {:.2f}%",
-      step, format_duration(train_time), result.images_per_s, result.achieved_gflops,
-      100 * result.epochs.back().test_accuracy);
+  for (const auto& m : result.epochs) result.train_time_s += m.epoch_time_s;
+  result.steps = step;
+  result.images_per_s = static_cast<double>(step) * global_batch / result.train_time_s;
+  result.achieved_gflops = achieved_tflops(result) * 1e3;
+  result.phase_totals = prof.totals();
+  comm.all_reduce_host(result.phase_totals.data(), kPhases, ReduceOp::average);
+  result.device = dp ? str_cat("DataParallel over ", config.devices, " CPU devices")
+                     : describe_backend(backend);
+  result.ranks = world.size();
+  result.peak_tflops = config.peak_tflops > 0 ? config.peak_tflops : peak_tflops(backend.name());
+  report.run_done(result);
+  if (prof.mode() == ProfileMode::trace)
+    write_chrome_trace(str_cat(config.trace_dir, "/trace_rank", world.rank(), ".json"),
+                       prof.events(), world.rank(), describe_backend(backend));
   return result;
 }
 

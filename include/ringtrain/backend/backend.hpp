@@ -46,6 +46,14 @@ class Backend {
   virtual void cast(const Tensor& src, Tensor& dst) = 0;
   virtual void synchronize() = 0;
 
+  // Timing on the device's own clock, for the profiler: mark() records a point in the work
+  // issued so far (a CUDA event on the compute stream; the host clock on the CPU) and returns
+  // its id; seconds_between() waits for both marks and gives the time between them. Ids count
+  // from 0 again after reset_marks().
+  virtual int mark() = 0;
+  virtual double seconds_between(int from, int to) = 0;
+  virtual void reset_marks() = 0;
+
   // Host memory the loader assembles batches in: page-locked on CUDA, so that copies from it
   // run asynchronously.
   virtual std::shared_ptr<void> host_buffer(std::size_t bytes) = 0;

@@ -15,6 +15,9 @@ struct ConvGeometry {
   std::string str() const;
 };
 
+// The three passes of a convolution.
+enum class ConvPass { forward, backward_data, backward_filter };
+
 // Geometry of a square max pool with implicit -inf padding.
 struct PoolGeometry {
   int n = 0, c = 0, h = 0, w = 0;

@@ -1,6 +1,7 @@
 #pragma once
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/data/batch_source.hpp"
+#include "ringtrain/prof/step_profiler.hpp"
 
 namespace ringtrain {
 
@@ -13,7 +14,9 @@ struct DeviceBatch {
 // batch k's copy, issues batch k+1's into the other buffer, and returns batch k.
 class DevicePrefetcher {
  public:
-  DevicePrefetcher(BatchSource& source, Backend& backend);
+  // With a profiler, the wait for batch k's copy is timed as Phase::copy and the wait for the
+  // loader's batch k+1 (and, on the CPU, its synchronous copy) as Phase::data.
+  DevicePrefetcher(BatchSource& source, Backend& backend, StepProfiler* profiler = nullptr);
 
   void start_epoch(int64_t epoch);
   // The batch to compute on now, or nullptr at the end of the epoch. Valid until the next call.
@@ -24,6 +27,7 @@ class DevicePrefetcher {
 
   BatchSource& source_;
   Backend& backend_;
+  StepProfiler* profiler_;
   DeviceBatch buffers_[2];  // full-size device storage
   DeviceBatch views_[2];    // sized for the batch in flight
   bool in_flight_[2] = {false, false};

@@ -25,6 +25,7 @@ struct LoaderConfig {
   bool drop_last = true;  // the last partial batch of an epoch
   int pad = 4;
   uint64_t seed = 0;
+  double debug_delay_s = 0;  // tests: each batch takes this much longer to assemble
 };
 
 // Assembles batches of one rank's shard of a split. Each of `workers` threads builds whole

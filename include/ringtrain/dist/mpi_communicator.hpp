@@ -13,6 +13,8 @@ struct CommOptions {
   // Before each collective, check that every rank issues the same one (sequence number, kind,
   // element count, dtype) and report the first mismatch. Costs two small all-reduces each.
   bool check_collectives = false;
+  // Tests: every wait() for an all-reduce first sleeps this long (a slow network).
+  double debug_wait_delay_s = 0;
 };
 
 // The CPU backend's communicator: non-blocking MPI collectives on host buffers, completed by

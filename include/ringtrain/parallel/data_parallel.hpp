@@ -4,6 +4,7 @@
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/prof/step_profiler.hpp"
 
 namespace ringtrain {
 
@@ -28,8 +29,10 @@ class DataParallel {
   };
   // Forward and backward over the whole batch; the gradient of the batch-mean loss, times
   // grad_scale, ends in device 0's gradient buffer.
+  // With a profiler: replicate and scatter are timed as Phase::copy, the replicas' forward and
+  // backward (in parallel) as Phase::forward, the reduce onto device 0 as Phase::comm.
   StepResult step(const Tensor& images, const Tensor& labels, float label_smoothing,
-                  double grad_scale = 1.0);
+                  double grad_scale = 1.0, StepProfiler* profiler = nullptr);
 
  private:
   struct Replica {

@@ -27,6 +27,8 @@ struct TrainConfig {
   bool debug_collectives = false;  // check that all ranks issue the same collectives
   int debug_fail_rank = -1;        // tests only: this rank throws at debug_fail_step
   int64_t debug_fail_step = 0;
+  double debug_loader_delay_ms = 0;  // tests only: a slow loader (per batch)
+  double debug_comm_delay_ms = 0;    // tests only: a slow all-reduce (per wait)
   int eval_batch_size = 256;
   double lr = 0.1;
   float momentum = 0.9f;
@@ -42,9 +44,13 @@ struct TrainConfig {
   bool persistent_workers = false;
   bool augment = true;  // random crop with padding 4 and horizontal flip
   uint64_t seed = 0;
-  int threads = 0;              // CPU backend threads; 0: all hardware threads
-  std::string metrics_path;     // per-epoch JSON lines; empty: none
-  double log_interval_s = 5.0;  // seconds between progress lines
+  int threads = 0;                       // CPU backend threads; 0: all hardware threads
+  std::string metrics_path;              // per-epoch JSON lines; empty: none
+  std::string profile = "summary";       // off, summary (phase times) or trace (and a Chrome trace)
+  std::string trace_dir = "runs/trace";  // --profile trace: trace_rank<R>.json here
+  std::string summary_path;              // the run summary JSON; empty: none
+  double peak_tflops = 0;                // per device, for MFU; 0: by device name
+  double log_interval_s = 5.0;           // seconds between progress lines
 
   // Throws an Error naming the first setting that is out of range.
   void validate() const;

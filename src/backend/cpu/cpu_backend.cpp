@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cpu_kernels.hpp"
+#include "ringtrain/backend/op_checks.hpp"
 #include "ringtrain/core/layout.hpp"
 
 namespace ringtrain {
@@ -68,6 +69,17 @@ void CpuBackend::fill(Tensor& t, double value) {
   });
 }
 
+int CpuBackend::mark() {
+  marks_.push_back(std::chrono::steady_clock::now());
+  return static_cast<int>(marks_.size()) - 1;
+}
+
+double CpuBackend::seconds_between(int from, int to) {
+  return std::chrono::duration<double>(marks_.at(static_cast<size_t>(to)) -
+                                       marks_.at(static_cast<size_t>(from)))
+      .count();
+}
+
 std::shared_ptr<void> CpuBackend::host_buffer(std::size_t bytes) {
   return Tensor::zeros({static_cast<int64_t>(bytes)}, DType::u8).shared_storage();
 }
@@ -96,9 +108,7 @@ void CpuBackend::cast(const Tensor& src, Tensor& dst) {
 }
 
 void CpuBackend::conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) {
-  check_shape("conv_forward", "input", x, {g.n, g.c, g.h, g.w});
-  check_shape("conv_forward", "weight", w, {g.k, g.c, g.r, g.s});
-  check_shape("conv_forward", "output", y, {g.n, g.k, g.p(), g.q()});
+  check_conv(ConvPass::forward, g, x, w, y);
   dispatch_float("conv_forward", x, [&](auto tag) {
     using T = decltype(tag);
     cpu::conv_forward<T>(pool_, g, x.data<T>(), w.data<T>(), y.data<T>());
@@ -107,9 +117,7 @@ void CpuBackend::conv_forward(const ConvGeometry& g, const Tensor& x, const Tens
 
 void CpuBackend::conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
                                     Tensor& dx) {
-  check_shape("conv_backward_data", "output gradient", dy, {g.n, g.k, g.p(), g.q()});
-  check_shape("conv_backward_data", "weight", w, {g.k, g.c, g.r, g.s});
-  check_shape("conv_backward_data", "input gradient", dx, {g.n, g.c, g.h, g.w});
+  check_conv(ConvPass::backward_data, g, dx, w, dy);
   dispatch_float("conv_backward_data", dy, [&](auto tag) {
     using T = decltype(tag);
     cpu::conv_backward_data<T>(pool_, g, dy.data<T>(), w.data<T>(), dx.data<T>());
@@ -118,22 +126,12 @@ void CpuBackend::conv_backward_data(const ConvGeometry& g, const Tensor& dy, con
 
 void CpuBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
                                       Tensor& dw) {
-  check_shape("conv_backward_filter", "input", x, {g.n, g.c, g.h, g.w});
-  check_shape("conv_backward_filter", "output gradient", dy, {g.n, g.k, g.p(), g.q()});
-  check_shape("conv_backward_filter", "weight gradient", dw, {g.k, g.c, g.r, g.s});
+  check_conv(ConvPass::backward_filter, g, x, dw, dy);
   dispatch_float("conv_backward_filter", x, [&](auto tag) {
     using T = decltype(tag);
     cpu::conv_backward_filter<T>(pool_, g, x.data<T>(), dy.data<T>(), dw.data<T>());
   });
 }
-
-namespace {
-
-void check_channels(const char* op, std::initializer_list<const Tensor*> vectors, int64_t c) {
-  for (const Tensor* t : vectors) check_shape(op, "per-channel vector", *t, {c});
-}
-
-}  // namespace
 
 void CpuBackend::batch_norm_sums(const Tensor& x, Tensor& sums) {
   const auto s = norm_shape("batch_norm_sums", x);
@@ -168,9 +166,7 @@ void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, c
                                          float eps, bool relu, Tensor& y) {
   const auto s = norm_shape("batch_norm_forward_eval", x);
   check_same_shape("batch_norm_forward_eval", x, y);
-  for (const Tensor* t :
-       std::initializer_list<const Tensor*>{&gamma, &beta, &running_mean, &running_var})
-    check_shape("batch_norm_forward_eval", "per-channel vector", *t, {s.c});
+  check_channels("batch_norm_forward_eval", {&gamma, &beta, &running_mean, &running_var}, s.c);
   dispatch_float("batch_norm_forward_eval", x, [&](auto tag) {
     using T = decltype(tag);
     cpu::batch_norm_forward_eval<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
@@ -260,8 +256,7 @@ void CpuBackend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
 }
 
 void CpuBackend::max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) {
-  check_shape("max_pool_forward", "input", x, {g.n, g.c, g.h, g.w});
-  check_shape("max_pool_forward", "output", y, {g.n, g.c, g.p(), g.q()});
+  check_pool("max_pool_forward", g, x, y);
   dispatch_float("max_pool_forward", x, [&](auto tag) {
     using T = decltype(tag);
     cpu::max_pool_forward<T>(g, x.data<T>(), y.data<T>());
@@ -270,8 +265,7 @@ void CpuBackend::max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor
 
 void CpuBackend::max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y,
                                    const Tensor& dy, Tensor& dx) {
-  check_shape("max_pool_backward", "input", x, {g.n, g.c, g.h, g.w});
-  check_shape("max_pool_backward", "output", y, {g.n, g.c, g.p(), g.q()});
+  check_pool("max_pool_backward", g, x, y);
   check_same_shape("max_pool_backward", y, dy);
   check_same_shape("max_pool_backward", x, dx);
   dispatch_float("max_pool_backward", x, [&](auto tag) {
@@ -311,32 +305,25 @@ void CpuBackend::global_avg_pool_backward(const Tensor& dy, Tensor& dx) {
 }
 
 void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
-  RT_CHECK(x.rank() == 2 && w.rank() == 2, "linear_forward: expected 2-D input and weight, got ",
-           x.describe(), " and ", w.describe());
-  const int n = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
-  const int m = static_cast<int>(w.dim(0));
-  check_shape("linear_forward", "weight", w, {m, k});
-  check_shape("linear_forward", "bias", b, {m});
-  check_shape("linear_forward", "output", y, {n, m});
+  const LinearDims d = check_linear("linear_forward", x, w);
+  check_shape("linear_forward", "bias", b, {d.m});
+  check_shape("linear_forward", "output", y, {d.n, d.m});
   dispatch_float("linear_forward", x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::linear_forward<T>(n, k, m, x.data<T>(), w.data<T>(), b.data<T>(), y.data<T>());
+    cpu::linear_forward<T>(d.n, d.k, d.m, x.data<T>(), w.data<T>(), b.data<T>(), y.data<T>());
   });
 }
 
 void CpuBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx,
                                  Tensor& dw, Tensor& db) {
-  RT_CHECK(x.rank() == 2 && w.rank() == 2, "linear_backward: expected 2-D input and weight, got ",
-           x.describe(), " and ", w.describe());
-  const int n = static_cast<int>(x.dim(0)), k = static_cast<int>(x.dim(1));
-  const int m = static_cast<int>(w.dim(0));
-  check_shape("linear_backward", "output gradient", dy, {n, m});
-  check_shape("linear_backward", "weight gradient", dw, {m, k});
-  check_shape("linear_backward", "bias gradient", db, {m});
+  const LinearDims d = check_linear("linear_backward", x, w);
+  check_shape("linear_backward", "output gradient", dy, {d.n, d.m});
+  check_shape("linear_backward", "weight gradient", dw, {d.m, d.k});
+  check_shape("linear_backward", "bias gradient", db, {d.m});
   if (dx) check_same_shape("linear_backward", x, *dx);
   dispatch_float("linear_backward", x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::linear_backward<T>(n, k, m, x.data<T>(), w.data<T>(), dy.data<T>(),
+    cpu::linear_backward<T>(d.n, d.k, d.m, x.data<T>(), w.data<T>(), dy.data<T>(),
                             dx ? dx->data<T>() : nullptr, dw.data<T>(), db.data<T>());
   });
 }
@@ -344,8 +331,7 @@ void CpuBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor&
 namespace {
 
 void check_labels(const char* op, const Tensor& logits, const Tensor& labels) {
-  RT_CHECK(logits.rank() == 2, op, ": expected 2-D logits, got ", logits.describe());
-  check_shape(op, "labels", labels, {logits.dim(0)});
+  check_logits(op, logits, labels);
   const int* l = labels.data<int>();
   for (int64_t i = 0; i < labels.numel(); ++i)
     RT_CHECK(l[i] >= 0 && l[i] < logits.dim(1), op, ": label ", l[i], " at row ", i,

@@ -1,6 +1,7 @@
 // The CUDA backend's device, streams, memory and copies. The ops live beside it, one file per
 // kind: cuda_conv.cu, cuda_batch_norm.cu, cuda_pool.cu, cuda_classifier.cu, cuda_loss.cu,
 // cuda_elementwise.cu.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -88,6 +89,7 @@ CudaBackend::~CudaBackend() {
   warn_on_error(cudaStreamSynchronize(compute_), "cudaStreamSynchronize(compute)");
   warn_on_error(cudaStreamSynchronize(copy_), "cudaStreamSynchronize(copy)");
   workspace_ = Tensor();
+  for (cudaEvent_t e : marks_) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
   warn_on_error(cudaFreeHost(host_scalar_), "cudaFreeHost");
   cublasDestroy(cublas_);
   cudnnDestroy(cudnn_);
@@ -200,6 +202,26 @@ void CudaBackend::cast(const Tensor& src, Tensor& dst) {
 
 void CudaBackend::synchronize() {
   RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+
+int CudaBackend::mark() {
+  if (marks_used_ == marks_.size()) {
+    cudaEvent_t e = nullptr;
+    RT_CUDA_CHECK(cudaEventCreate(&e));
+    marks_.push_back(e);
+  }
+  RT_CUDA_CHECK(cudaEventRecord(marks_[marks_used_], compute_));
+  return static_cast<int>(marks_used_++);
+}
+
+double CudaBackend::seconds_between(int from, int to) {
+  RT_CHECK(from >= 0 && to >= 0 && static_cast<size_t>(std::max(from, to)) < marks_used_,
+           "seconds_between: marks ", from, " and ", to, " of ", marks_used_);
+  RT_CUDA_CHECK(cudaEventSynchronize(marks_[static_cast<size_t>(to)]));
+  float ms = 0;
+  RT_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[static_cast<size_t>(from)],
+                                     marks_[static_cast<size_t>(to)]));
+  return ms * 1e-3;
 }
 
 std::shared_ptr<void> CudaBackend::host_buffer(std::size_t bytes) {

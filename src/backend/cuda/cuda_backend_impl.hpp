@@ -3,11 +3,11 @@
 // of op). Activations are NHWC in the compute dtype; parameters f32 with a compute-dtype copy.
 #include <memory>
 
-#include "ringtrain/backend/cuda/cuda_check.hpp"
 #include "cuda_types.cuh"
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/backend/cuda/conv_algo.hpp"
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
+#include "ringtrain/backend/cuda/cuda_check.hpp"
 #include "ringtrain/core/block_cache.hpp"
 
 namespace ringtrain::cuda {
@@ -30,6 +30,9 @@ class CudaBackend final : public Backend {
   void copy(const Tensor& src, Tensor& dst) override;
   void cast(const Tensor& src, Tensor& dst) override;
   void synchronize() override;
+  int mark() override;
+  double seconds_between(int from, int to) override;
+  void reset_marks() override { marks_used_ = 0; }
   std::shared_ptr<void> host_buffer(std::size_t bytes) override;
   void copy_to_device_async(const Tensor& host, Tensor& device) override;
   void wait_for_copies() override;
@@ -85,6 +88,8 @@ class CudaBackend final : public Backend {
 
  private:
   void check_on_device(const char* op, const Tensor& t) const;
+  // y = a + b, then a ReLU when asked.
+  void launch_add(const Tensor& a, const Tensor& b, Tensor& y, bool relu);
   // Device memory from the cache, for scratch that lives as long as the returned tensor.
   Tensor scratch(const Shape& shape, DType dtype);
   // The cuDNN workspace, grown to at least `bytes`.
@@ -93,6 +98,9 @@ class CudaBackend final : public Backend {
   void apply_affine(const Tensor& x, Tensor& y, const Tensor& affine, bool relu);
   // The algorithm for one convolution pass, searched for on first use of its key.
   ConvChoice conv_algo(const ConvKey& key, const ConvDescriptors& d);
+  // Checks one pass's x-, w- and y-shaped operands (dtype, NHWC) and readies its algorithm.
+  ConvChoice prepare_conv(ConvPass pass, const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                          const Tensor& y, const ConvDescriptors& d);
   // A small device result copied back through pinned memory, waiting for the compute stream.
   template <class T>
   T read_scalar(const T* device_value);
@@ -108,6 +116,8 @@ class CudaBackend final : public Backend {
   std::vector<DecayRun> sgd_runs_;  // what sgd_runs_device_ holds
   Tensor sgd_runs_device_;
   void* host_scalar_ = nullptr;  // pinned, 8 bytes
+  std::vector<cudaEvent_t> marks_;  // timing events, reused after reset_marks()
+  size_t marks_used_ = 0;
 };
 
 }  // namespace ringtrain::cuda

@@ -2,6 +2,7 @@
 // SyncBatchNorm can all-reduce the per-channel sums between them). x is a [rows, C] matrix
 // with rows = N*H*W; per-channel values are f32; sums are f64 as on the CPU.
 #include "cuda_backend_impl.hpp"
+#include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {
 namespace {
@@ -138,16 +139,14 @@ struct NormDims {
 };
 
 NormDims norm_dims(const char* op, const Tensor& x) {
-  RT_CHECK(x.rank() == 4, op, ": expected a 4-D [N,C,H,W] tensor, got ", x.describe());
-  return {x.dim(0) * x.dim(2) * x.dim(3), static_cast<int>(x.dim(1))};
+  const int64_t c = check_norm_input(op, x);
+  return {x.numel() / c, static_cast<int>(c)};
 }
 
 // Per-channel vectors are f32 whatever the compute dtype.
 void check_channel_vectors(const char* op, std::initializer_list<const Tensor*> vectors, int c) {
-  for (const Tensor* t : vectors) {
-    check_shape(op, "per-channel vector", *t, {c});
-    RT_CHECK(t->dtype() == DType::f32, op, ": per-channel vectors are f32, got ", t->describe());
-  }
+  check_channels(op, vectors, c);
+  check_dtype(op, vectors, DType::f32);
 }
 
 const float* f32(const Tensor& t) {

@@ -1,6 +1,7 @@
 // The classifier's GEMMs through cuBLAS with f32 accumulation. Row-major [rows, cols] matrices
 // are column-major [cols, rows] to cuBLAS, so each product is written transposed.
 #include "cuda_backend_impl.hpp"
+#include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {
 namespace {
@@ -41,23 +42,11 @@ __global__ void column_sums_kernel(const T* dy, T* db, int rows, int cols) {
   }
 }
 
-struct LinearDims {
-  int n, k, m;
-};
-
-LinearDims linear_dims(const char* op, const Tensor& x, const Tensor& w) {
-  RT_CHECK(x.rank() == 2 && w.rank() == 2, op, ": expected 2-D input and weight, got ",
-           x.describe(), " and ", w.describe());
-  check_shape(op, "weight", w, {w.dim(0), x.dim(1)});
-  RT_CHECK(x.dtype() == w.dtype(), op, ": input ", x.describe(), " and weight ", w.describe(),
-           " differ in dtype");
-  return {static_cast<int>(x.dim(0)), static_cast<int>(x.dim(1)), static_cast<int>(w.dim(0))};
-}
-
 }  // namespace
 
 void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
-  const LinearDims d = linear_dims("linear_forward", x, w);
+  const LinearDims d = check_linear("linear_forward", x, w);
+  check_dtype("linear_forward", {&w, &b, &y}, x.dtype());
   check_shape("linear_forward", "bias", b, {d.m});
   check_shape("linear_forward", "output", y, {d.n, d.m});
   // y^T[m,n] = w[m,k] x^T[k,n]
@@ -73,7 +62,8 @@ void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor&
 
 void CudaBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx,
                                   Tensor& dw, Tensor& db) {
-  const LinearDims d = linear_dims("linear_backward", x, w);
+  const LinearDims d = check_linear("linear_backward", x, w);
+  check_dtype("linear_backward", {&w, &dy, &dw, &db}, x.dtype());
   check_shape("linear_backward", "output gradient", dy, {d.n, d.m});
   check_shape("linear_backward", "weight gradient", dw, {d.m, d.k});
   check_shape("linear_backward", "bias gradient", db, {d.m});

@@ -2,6 +2,7 @@
 // pass is searched for once per geometry and dtype (cudnnFind*), chosen by pick_conv_algo under
 // the workspace limit, and cached.
 #include "cuda_backend_impl.hpp"
+#include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {
 
@@ -66,11 +67,7 @@ std::vector<ConvCandidate> candidates(const Perf* perf, int count, DType dtype) 
   return out;
 }
 
-void check_nhwc(const char* op, std::initializer_list<const Tensor*> tensors, DType dtype) {
-  for (const Tensor* t : tensors)
-    RT_CHECK(t->layout() == Layout::nhwc && t->dtype() == dtype, op, ": expected ",
-             dtype_name(dtype), " nhwc, got ", t->describe());
-}
+constexpr float kOne = 1.f, kZero = 0.f;  // alpha and beta: overwrite the output
 
 }  // namespace
 
@@ -111,49 +108,43 @@ ConvChoice CudaBackend::conv_algo(const ConvKey& key, const ConvDescriptors& d) 
   return *choice;
 }
 
-void CudaBackend::conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) {
-  check_shape("conv_forward", "input", x, {g.n, g.c, g.h, g.w});
-  check_shape("conv_forward", "weight", w, {g.k, g.c, g.r, g.s});
-  check_shape("conv_forward", "output", y, {g.n, g.k, g.p(), g.q()});
-  check_nhwc("conv_forward", {&x, &w, &y}, x.dtype());
-  const ConvDescriptors d(g, x.dtype());
-  const ConvChoice c = conv_algo({g, x.dtype(), ConvPass::forward}, d);
+ConvChoice CudaBackend::prepare_conv(ConvPass pass, const ConvGeometry& g, const Tensor& x,
+                                     const Tensor& w, const Tensor& y, const ConvDescriptors& d) {
+  const char* op = conv_pass_name(pass);
+  check_conv(pass, g, x, w, y);
+  check_dtype(op, {&w, &y}, x.dtype());
+  for (const Tensor* t : {&x, &w, &y})
+    RT_CHECK(t->layout() == Layout::nhwc, op, ": expected nhwc operands, got ", t->describe());
+  const ConvChoice c = conv_algo({g, x.dtype(), pass}, d);
   RT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv, static_cast<cudnnMathType_t>(c.math_type)));
-  const float one = 1.f, zero = 0.f;
-  RT_CUDA_CHECK(cudnnConvolutionForward(cudnn_, &one, d.x, x.raw(), d.w, w.raw(), d.conv,
+  return c;
+}
+
+void CudaBackend::conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) {
+  const ConvDescriptors d(g, x.dtype());
+  const ConvChoice c = prepare_conv(ConvPass::forward, g, x, w, y, d);
+  RT_CUDA_CHECK(cudnnConvolutionForward(cudnn_, &kOne, d.x, x.raw(), d.w, w.raw(), d.conv,
                                         static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-                                        workspace(c.workspace), c.workspace, &zero, d.y, y.raw()));
+                                        workspace(c.workspace), c.workspace, &kZero, d.y, y.raw()));
 }
 
 void CudaBackend::conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
                                      Tensor& dx) {
-  check_shape("conv_backward_data", "output gradient", dy, {g.n, g.k, g.p(), g.q()});
-  check_shape("conv_backward_data", "weight", w, {g.k, g.c, g.r, g.s});
-  check_shape("conv_backward_data", "input gradient", dx, {g.n, g.c, g.h, g.w});
-  check_nhwc("conv_backward_data", {&dy, &w, &dx}, dy.dtype());
   const ConvDescriptors d(g, dy.dtype());
-  const ConvChoice c = conv_algo({g, dy.dtype(), ConvPass::backward_data}, d);
-  RT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv, static_cast<cudnnMathType_t>(c.math_type)));
-  const float one = 1.f, zero = 0.f;
-  RT_CUDA_CHECK(cudnnConvolutionBackwardData(cudnn_, &one, d.w, w.raw(), d.y, dy.raw(), d.conv,
+  const ConvChoice c = prepare_conv(ConvPass::backward_data, g, dx, w, dy, d);
+  RT_CUDA_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, d.w, w.raw(), d.y, dy.raw(), d.conv,
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-                                             workspace(c.workspace), c.workspace, &zero, d.x,
+                                             workspace(c.workspace), c.workspace, &kZero, d.x,
                                              dx.raw()));
 }
 
 void CudaBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
                                        Tensor& dw) {
-  check_shape("conv_backward_filter", "input", x, {g.n, g.c, g.h, g.w});
-  check_shape("conv_backward_filter", "output gradient", dy, {g.n, g.k, g.p(), g.q()});
-  check_shape("conv_backward_filter", "weight gradient", dw, {g.k, g.c, g.r, g.s});
-  check_nhwc("conv_backward_filter", {&x, &dy, &dw}, x.dtype());
   const ConvDescriptors d(g, x.dtype());
-  const ConvChoice c = conv_algo({g, x.dtype(), ConvPass::backward_filter}, d);
-  RT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv, static_cast<cudnnMathType_t>(c.math_type)));
-  const float one = 1.f, zero = 0.f;
-  RT_CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &one, d.x, x.raw(), d.y, dy.raw(), d.conv,
+  const ConvChoice c = prepare_conv(ConvPass::backward_filter, g, x, dw, dy, d);
+  RT_CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, d.x, x.raw(), d.y, dy.raw(), d.conv,
                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
-                                               workspace(c.workspace), c.workspace, &zero, d.w,
+                                               workspace(c.workspace), c.workspace, &kZero, d.w,
                                                dw.raw()));
 }
 

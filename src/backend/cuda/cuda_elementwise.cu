@@ -90,26 +90,24 @@ void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
-  check_same_shape("add", a, b);
-  check_same_shape("add", a, y);
-  dispatch_float("add", a, [&](auto tag) {
-    using T = decltype(tag);
-    add_kernel<T, false><<<blocks_for(a.numel()), kThreads, 0, compute_>>>(
-        static_cast<const T*>(a.raw()), static_cast<const T*>(b.raw()), static_cast<T*>(y.raw()),
-        a.numel());
-    RT_CUDA_CHECK_LAUNCH("add_kernel");
-  });
+  launch_add(a, b, y, false);
 }
 
 void CudaBackend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
-  check_same_shape("add_relu", a, b);
-  check_same_shape("add_relu", a, y);
-  dispatch_float("add_relu", a, [&](auto tag) {
+  launch_add(a, b, y, true);
+}
+
+void CudaBackend::launch_add(const Tensor& a, const Tensor& b, Tensor& y, bool relu) {
+  const char* op = relu ? "add_relu" : "add";
+  check_same_shape(op, a, b);
+  check_same_shape(op, a, y);
+  dispatch_float(op, a, [&](auto tag) {
     using T = decltype(tag);
-    add_kernel<T, true><<<blocks_for(a.numel()), kThreads, 0, compute_>>>(
-        static_cast<const T*>(a.raw()), static_cast<const T*>(b.raw()), static_cast<T*>(y.raw()),
-        a.numel());
-    RT_CUDA_CHECK_LAUNCH("add_relu_kernel");
+    const auto kernel = relu ? add_kernel<T, true> : add_kernel<T, false>;
+    kernel<<<blocks_for(a.numel()), kThreads, 0, compute_>>>(static_cast<const T*>(a.raw()),
+                                                             static_cast<const T*>(b.raw()),
+                                                             static_cast<T*>(y.raw()), a.numel());
+    RT_CUDA_CHECK_LAUNCH(op);
   });
 }
 

@@ -1,6 +1,7 @@
 // Softmax cross-entropy with label smoothing and the accuracy count: one thread per row (the
 // classifier has few classes), sums in double as on the CPU.
 #include "cuda_backend_impl.hpp"
+#include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {
 namespace {
@@ -45,12 +46,6 @@ __global__ void count_correct_kernel(const T* logits, const int* labels, int n, 
       if (to_float(z[j]) > to_float(z[best])) best = j;
     if (best == labels[i]) atomicAdd(correct, 1);
   }
-}
-
-void check_logits(const char* op, const Tensor& logits, const Tensor& labels) {
-  RT_CHECK(logits.rank() == 2, op, ": expected 2-D logits, got ", logits.describe());
-  check_shape(op, "labels", labels, {logits.dim(0)});
-  RT_CHECK(labels.dtype() == DType::i32, op, ": labels must be i32, got ", labels.describe());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Max pooling through cuDNN (NHWC, deterministic backward).
 #include "cuda_backend_impl.hpp"
+#include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {
 namespace {
@@ -31,8 +32,7 @@ struct PoolDescriptors {
 }  // namespace
 
 void CudaBackend::max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) {
-  check_shape("max_pool_forward", "input", x, {g.n, g.c, g.h, g.w});
-  check_shape("max_pool_forward", "output", y, {g.n, g.c, g.p(), g.q()});
+  check_pool("max_pool_forward", g, x, y);
   const PoolDescriptors d(g, x.dtype());
   const float one = 1.f, zero = 0.f;
   RT_CUDA_CHECK(cudnnPoolingForward(cudnn_, d.pool, &one, d.x, x.raw(), &zero, d.y, y.raw()));
@@ -40,8 +40,7 @@ void CudaBackend::max_pool_forward(const PoolGeometry& g, const Tensor& x, Tenso
 
 void CudaBackend::max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y,
                                     const Tensor& dy, Tensor& dx) {
-  check_shape("max_pool_backward", "input", x, {g.n, g.c, g.h, g.w});
-  check_shape("max_pool_backward", "output", y, {g.n, g.c, g.p(), g.q()});
+  check_pool("max_pool_backward", g, x, y);
   check_same_shape("max_pool_backward", y, dy);
   check_same_shape("max_pool_backward", x, dx);
   const PoolDescriptors d(g, x.dtype());

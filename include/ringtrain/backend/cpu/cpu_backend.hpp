@@ -1,4 +1,6 @@
 #pragma once
+#include <chrono>
+
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/core/thread_pool.hpp"
 
@@ -22,6 +24,9 @@ class CpuBackend final : public Backend {
   void copy(const Tensor& src, Tensor& dst) override;
   void cast(const Tensor& src, Tensor& dst) override;
   void synchronize() override {}
+  int mark() override;
+  double seconds_between(int from, int to) override;
+  void reset_marks() override { marks_.clear(); }
   std::shared_ptr<void> host_buffer(std::size_t bytes) override;
   // There is no copy stream on the CPU: the copy is done when the call returns.
   void copy_to_device_async(const Tensor& host, Tensor& device) override { copy(host, device); }
@@ -75,6 +80,7 @@ class CpuBackend final : public Backend {
 
  private:
   ThreadPool pool_;
+  std::vector<std::chrono::steady_clock::time_point> marks_;
 };
 
 }  // namespace ringtrain

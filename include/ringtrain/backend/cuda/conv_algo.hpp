@@ -12,8 +12,6 @@
 
 namespace ringtrain {
 
-enum class ConvPass { forward, backward_data, backward_filter };
-
 // What the algorithm search is done once for: a pass over one geometry in one dtype.
 struct ConvKey {
   ConvGeometry g;

@@ -1,0 +1,64 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ringtrain/backend/backend.hpp"
+
+namespace ringtrain {
+
+// Where a training step's time goes. On a GPU the phases are timed on the device's clock
+// (CUDA events), so a phase in which the GPU idled (waiting for data, for an all-reduce)
+// shows that idle time.
+enum class Phase { data, copy, forward, backward, comm, optimizer, other };
+constexpr int kPhases = 7;
+const char* phase_name(Phase p);
+
+enum class ProfileMode { off, summary, trace };
+ProfileMode parse_profile_mode(const std::string& name);  // off, summary or trace
+
+// One phase of one step, for the Chrome trace (seconds since the profiler started).
+struct PhaseEvent {
+  Phase phase;
+  int64_t step;
+  double start_s, duration_s;
+};
+
+using PhaseTimes = std::array<double, kPhases>;
+
+// Times the phases of each step: start(p) ends the running phase and starts p (opening a step
+// when none is open); end_step() closes the step and adds its phase times to the totals. Every
+// phase boundary is one Backend::mark(); nothing is done when the mode is off.
+class StepProfiler {
+ public:
+  StepProfiler(Backend& backend, ProfileMode mode);
+
+  ProfileMode mode() const { return mode_; }
+  void start(Phase p);
+  void end_step();
+
+  const PhaseTimes& last_step() const { return last_; }
+  double last_step_seconds() const;
+  const PhaseTimes& totals() const { return totals_; }
+  int64_t steps() const { return steps_; }
+  // Marks the last step took: the profiler's whole per-step cost on the device.
+  int marks_last_step() const { return marks_last_step_; }
+  const std::vector<PhaseEvent>& events() const { return events_; }  // trace mode only
+
+ private:
+  Backend& backend_;
+  ProfileMode mode_;
+  struct Boundary {
+    Phase phase;  // the phase that starts at this mark
+    int mark;
+  };
+  std::vector<Boundary> open_;  // marks of the step in progress
+  PhaseTimes last_{}, totals_{};
+  int64_t steps_ = 0;
+  int marks_last_step_ = 0;
+  double elapsed_s_ = 0;  // device time covered by the closed steps, for trace timestamps
+  std::vector<PhaseEvent> events_;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,36 @@
+#pragma once
+#include <chrono>
+#include <fstream>
+
+#include "ringtrain/train/trainer.hpp"
+
+namespace ringtrain {
+
+// What a run tells its user, from rank 0: progress (on a terminal one line rewritten in place,
+// otherwise a plain line every --log-interval seconds, as batch jobs want), a line and a JSON
+// line (--metrics) per epoch, and at the end the phase table, images/s, TFLOP/s, MFU and the
+// main bottleneck, plus a summary JSON (--summary) that other tools read.
+class RunReport {
+ public:
+  RunReport(const TrainConfig& config, bool root, int64_t total_steps, int64_t epochs,
+            int64_t global_batch);
+
+  void progress(int64_t epoch, int64_t step, double loss, double lr);
+  void epoch_done(const EpochMetrics& m);
+  void run_done(const TrainResult& r);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const TrainConfig& config_;
+  bool root_, terminal_;
+  int64_t total_steps_, epochs_, global_batch_;
+  Clock::time_point start_, last_line_;
+  std::ofstream metrics_;
+};
+
+// "1m05s", "42s".
+std::string format_duration(double seconds);
+// Achieved TFLOP/s of a run (one training step = three forward passes, 2 FLOPs per MAC).
+double achieved_tflops(const TrainResult& r);
+
+}  // namespace ringtrain

@@ -1,0 +1,61 @@
+#include "ringtrain/backend/op_checks.hpp"
+
+namespace ringtrain {
+
+void check_dtype(const char* op, std::initializer_list<const Tensor*> operands, DType dtype) {
+  for (const Tensor* t : operands)
+    RT_CHECK(t->dtype() == dtype, op, ": expected ", dtype_name(dtype), " operands, got ",
+             t->describe());
+}
+
+const char* conv_pass_name(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::forward:
+      return "conv_forward";
+    case ConvPass::backward_data:
+      return "conv_backward_data";
+    case ConvPass::backward_filter:
+      return "conv_backward_filter";
+  }
+  return "conv";
+}
+
+void check_conv(ConvPass pass, const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                const Tensor& y) {
+  const char* op = conv_pass_name(pass);
+  check_shape(op, pass == ConvPass::backward_data ? "input gradient" : "input", x,
+              {g.n, g.c, g.h, g.w});
+  check_shape(op, pass == ConvPass::backward_filter ? "weight gradient" : "weight", w,
+              {g.k, g.c, g.r, g.s});
+  check_shape(op, pass == ConvPass::forward ? "output" : "output gradient", y,
+              {g.n, g.k, g.p(), g.q()});
+}
+
+void check_pool(const char* op, const PoolGeometry& g, const Tensor& x, const Tensor& y) {
+  check_shape(op, "input", x, {g.n, g.c, g.h, g.w});
+  check_shape(op, "output", y, {g.n, g.c, g.p(), g.q()});
+}
+
+int64_t check_norm_input(const char* op, const Tensor& x) {
+  RT_CHECK(x.rank() == 4, op, ": expected a 4-D [N,C,H,W] tensor, got ", x.describe());
+  return x.dim(1);
+}
+
+void check_channels(const char* op, std::initializer_list<const Tensor*> vectors, int64_t c) {
+  for (const Tensor* t : vectors) check_shape(op, "per-channel vector", *t, {c});
+}
+
+LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w) {
+  RT_CHECK(x.rank() == 2 && w.rank() == 2, op, ": expected 2-D input and weight, got ",
+           x.describe(), " and ", w.describe());
+  check_shape(op, "weight", w, {w.dim(0), x.dim(1)});
+  return {static_cast<int>(x.dim(0)), static_cast<int>(x.dim(1)), static_cast<int>(w.dim(0))};
+}
+
+void check_logits(const char* op, const Tensor& logits, const Tensor& labels) {
+  RT_CHECK(logits.rank() == 2, op, ": expected 2-D logits, got ", logits.describe());
+  check_shape(op, "labels", labels, {logits.dim(0)});
+  RT_CHECK(labels.dtype() == DType::i32, op, ": labels must be i32, got ", labels.describe());
+}
+
+}  // namespace ringtrain

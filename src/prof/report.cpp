@@ -1,0 +1,92 @@
+#include "ringtrain/prof/report.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+
+#include "ringtrain/core/error.hpp"
+
+namespace ringtrain {
+
+PhaseTimes phase_shares(const PhaseTimes& totals) {
+  const double sum = std::accumulate(totals.begin(), totals.end(), 0.0);
+  PhaseTimes shares{};
+  if (sum > 0)
+    for (int p = 0; p < kPhases; ++p) shares[p] = totals[p] / sum;
+  return shares;
+}
+
+std::string main_bottleneck(const PhaseTimes& shares) {
+  const double data = shares[static_cast<int>(Phase::data)] + shares[static_cast<int>(Phase::copy)];
+  const double comm = shares[static_cast<int>(Phase::comm)];
+  if (data > 0.10 && data >= comm) return "data";
+  if (comm > 0.10) return "communication";
+  return "compute";
+}
+
+double busy_share(const PhaseTimes& shares) {
+  return shares[static_cast<int>(Phase::forward)] + shares[static_cast<int>(Phase::backward)] +
+         shares[static_cast<int>(Phase::optimizer)];
+}
+
+std::string format_phase_table(const PhaseTimes& totals, int64_t steps) {
+  const PhaseTimes shares = phase_shares(totals);
+  std::string out = str_cat("phase        total s   mean ms   share\n");
+  char line[96];
+  for (int p = 0; p < kPhases; ++p) {
+    std::snprintf(line, sizeof(line), "%-10s %9.3f %9.2f %6.1f%%\n", phase_name(Phase(p)),
+                  totals[p], steps > 0 ? 1e3 * totals[p] / steps : 0.0, 100 * shares[p]);
+    out += line;
+  }
+  const double sum = std::accumulate(totals.begin(), totals.end(), 0.0);
+  std::snprintf(line, sizeof(line), "%-10s %9.3f %9.2f %6.1f%%", "step", sum,
+                steps > 0 ? 1e3 * sum / steps : 0.0, sum > 0 ? 100.0 : 0.0);
+  return out + line;
+}
+
+nlohmann::json shares_json(const PhaseTimes& shares) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int p = 0; p < kPhases; ++p) j[phase_name(Phase(p))] = shares[p];
+  return j;
+}
+
+double peak_tflops(const std::string& device_name) {
+  const std::map<std::string, double> peaks = {
+      {"H200", 989.0}, {"H100", 989.0}, {"A100", 312.0}, {"L40S", 362.0}, {"A10", 125.0}};
+  for (const auto& [name, tflops] : peaks)
+    if (device_name.find(name) != std::string::npos) return tflops;
+  return 0;
+}
+
+void write_chrome_trace(const std::string& path, const std::vector<PhaseEvent>& events, int rank,
+                        const std::string& device_label) {
+  nlohmann::json trace = nlohmann::json::array();
+  trace.push_back({{"name", "process_name"},
+                   {"ph", "M"},
+                   {"pid", rank},
+                   {"args", {{"name", str_cat("rank ", rank)}}}});
+  trace.push_back({{"name", "thread_name"},
+                   {"ph", "M"},
+                   {"pid", rank},
+                   {"tid", 0},
+                   {"args", {{"name", device_label}}}});
+  for (const PhaseEvent& e : events)
+    trace.push_back({{"name", phase_name(e.phase)},
+                     {"cat", "step"},
+                     {"ph", "X"},
+                     {"pid", rank},
+                     {"tid", 0},
+                     {"ts", e.start_s * 1e6},
+                     {"dur", e.duration_s * 1e6},
+                     {"args", {{"step", e.step}}}});
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir);
+  std::ofstream out(path);
+  RT_CHECK(out.good(), "trace: cannot write ", path);
+  out << nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+  RT_CHECK(out.good(), "trace: writing ", path, " failed");
+}
+
+}  // namespace ringtrain

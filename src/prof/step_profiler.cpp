@@ -1,0 +1,51 @@
+#include "ringtrain/prof/step_profiler.hpp"
+
+#include <numeric>
+
+namespace ringtrain {
+
+const char* phase_name(Phase p) {
+  static const char* names[kPhases] = {"data",      "copy",      "forward", "backward",
+                                       "comm_wait", "optimizer", "other"};
+  return names[static_cast<int>(p)];
+}
+
+ProfileMode parse_profile_mode(const std::string& name) {
+  if (name == "off") return ProfileMode::off;
+  if (name == "summary") return ProfileMode::summary;
+  if (name == "trace") return ProfileMode::trace;
+  throw Error(str_cat("profile: mode must be off, summary or trace, got '", name, "'"));
+}
+
+StepProfiler::StepProfiler(Backend& backend, ProfileMode mode) : backend_(backend), mode_(mode) {}
+
+void StepProfiler::start(Phase p) {
+  if (mode_ == ProfileMode::off) return;
+  if (open_.empty()) backend_.reset_marks();
+  open_.push_back({p, backend_.mark()});
+}
+
+void StepProfiler::end_step() {
+  if (mode_ == ProfileMode::off || open_.empty()) return;
+  const int end = backend_.mark();
+  last_.fill(0);
+  double at = elapsed_s_;
+  for (size_t i = 0; i < open_.size(); ++i) {
+    const int next = i + 1 < open_.size() ? open_[i + 1].mark : end;
+    const double s = backend_.seconds_between(open_[i].mark, next);
+    last_[static_cast<size_t>(open_[i].phase)] += s;
+    if (mode_ == ProfileMode::trace) events_.push_back({open_[i].phase, steps_, at, s});
+    at += s;
+  }
+  for (int p = 0; p < kPhases; ++p) totals_[p] += last_[p];
+  elapsed_s_ = at;
+  marks_last_step_ = static_cast<int>(open_.size()) + 1;
+  open_.clear();
+  ++steps_;
+}
+
+double StepProfiler::last_step_seconds() const {
+  return std::accumulate(last_.begin(), last_.end(), 0.0);
+}
+
+}  // namespace ringtrain

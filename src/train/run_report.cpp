@@ -1,0 +1,158 @@
+#include "ringtrain/train/run_report.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "ringtrain/prof/report.hpp"
+
+namespace ringtrain {
+namespace {
+
+std::ofstream open_for_writing(const std::string& path, const char* what) {
+  std::ofstream out;
+  if (path.empty()) return out;
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir);
+  out.open(path);
+  RT_CHECK(out.good(), "train: cannot write ", what, " to ", path);
+  return out;
+}
+
+nlohmann::json percent_or_null(double v) {
+  return v < 0 ? nlohmann::json() : nlohmann::json(v);
+}
+
+double seconds_between(std::chrono::steady_clock::time_point a,
+                       std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+std::string format_duration(double seconds) {
+  const int64_t t = static_cast<int64_t>(seconds);
+  return t >= 60 ? str_cat(t / 60, "m", t % 60 < 10 ? "0" : "", t % 60, "s") : str_cat(t, "s");
+}
+
+double achieved_tflops(const TrainResult& r) {
+  return r.images_per_s * 6.0 * static_cast<double>(r.macs_per_image) * 1e-12;
+}
+
+RunReport::RunReport(const TrainConfig& config, bool root, int64_t total_steps, int64_t epochs,
+                     int64_t global_batch)
+    : config_(config),
+      root_(root),
+      terminal_(root && isatty(STDOUT_FILENO)),
+      total_steps_(total_steps),
+      epochs_(epochs),
+      global_batch_(global_batch),
+      start_(Clock::now()),
+      last_line_(start_),
+      metrics_(root ? open_for_writing(config.metrics_path, "metrics") : std::ofstream()) {}
+
+void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
+  if (!root_) return;
+  const auto now = Clock::now();
+  const bool last = step + 1 == total_steps_;
+  const double interval = terminal_ ? 0.5 : config_.log_interval_s;
+  if (seconds_between(last_line_, now) < interval && !last) return;
+  last_line_ = now;
+  const double elapsed = seconds_between(start_, now);
+  const std::string line =
+      str_cat("epoch ", epoch + 1, "/", epochs_, " step ", step + 1, "/", total_steps_, " loss ",
+              fmt::format("{:.4f}", loss), " lr ", fmt::format("{:.4g}", lr), " ",
+              fmt::format("{:.1f}", (step + 1) * double(global_batch_) / elapsed), " img/s ETA ",
+              format_duration(elapsed / (step + 1) * (total_steps_ - step - 1)));
+  if (terminal_) {
+    std::printf("\r%-100s%s", line.c_str(), last ? "\n" : "");
+    std::fflush(stdout);
+  } else {
+    spdlog::info("{}", line);
+  }
+}
+
+void RunReport::epoch_done(const EpochMetrics& m) {
+  if (!root_) return;
+  if (terminal_) std::printf("\n");
+  spdlog::info(
+      "epoch {} done: train loss {:.4f} acc {:.2f}%, test loss {:.4f} acc {:.2f}%, {:.1f} img/s, "
+      "bottleneck: {}",
+      m.epoch, m.train_loss, 100 * m.train_accuracy, m.test_loss, 100 * m.test_accuracy,
+      m.images_per_s, main_bottleneck(m.phase_shares));
+  if (!metrics_.is_open()) return;
+  const nlohmann::json j = {{"epoch", m.epoch},
+                            {"step", m.step},
+                            {"train_loss", m.train_loss},
+                            {"train_accuracy", m.train_accuracy},
+                            {"test_loss", m.test_loss},
+                            {"test_accuracy", m.test_accuracy},
+                            {"lr", m.lr},
+                            {"epoch_time_s", m.epoch_time_s},
+                            {"images_per_s", m.images_per_s},
+                            {"phase_shares", shares_json(m.phase_shares)},
+                            {"gpu_util_mean", percent_or_null(m.gpu_util_mean)},
+                            {"gpu_util_min", percent_or_null(m.gpu_util_min)}};
+  metrics_ << j.dump() << "\n";
+  metrics_.flush();
+}
+
+void RunReport::run_done(const TrainResult& r) {
+  if (!root_) return;
+  const PhaseTimes shares = phase_shares(r.phase_totals);
+  const double tflops = achieved_tflops(r);
+  const double mfu = r.peak_tflops > 0 ? tflops / r.peak_tflops : -1;
+  double gpu_sum = 0, gpu_min = -1;
+  int gpu_epochs = 0;
+  for (const EpochMetrics& m : r.epochs) {
+    if (m.gpu_util_mean < 0) continue;
+    gpu_sum += m.gpu_util_mean;
+    gpu_min = gpu_min < 0 ? m.gpu_util_min : std::min(gpu_min, m.gpu_util_min);
+    ++gpu_epochs;
+  }
+  const double gpu_mean = gpu_epochs > 0 ? gpu_sum / gpu_epochs : -1;
+  if (config_.profile != "off")
+    spdlog::info("where the time went (mean over ranks, {} steps):\n{}", r.steps,
+                 format_phase_table(r.phase_totals, r.steps));
+  spdlog::info(
+      "summary: {} steps in {}, {:.1f} img/s, {:.3f} TFLOP/s achieved{}, GPU utilisation {}, "
+      "bottleneck: {}, final test accuracy {:.2f}%",
+      r.steps, format_duration(r.train_time_s), r.images_per_s, tflops,
+      mfu >= 0 ? fmt::format(" (MFU {:.1f}%)", 100 * mfu) : "",
+      gpu_mean >= 0 ? fmt::format("{:.1f}%", gpu_mean) : "not measured",
+      config_.profile == "off" ? "unknown (--profile off)" : main_bottleneck(shares),
+      100 * r.epochs.back().test_accuracy);
+  if (config_.summary_path.empty()) return;
+  nlohmann::json totals = nlohmann::json::object();
+  for (int p = 0; p < kPhases; ++p) totals[phase_name(Phase(p))] = r.phase_totals[p];
+  double epoch_time = 0;
+  for (const EpochMetrics& m : r.epochs) epoch_time += m.epoch_time_s;
+  const nlohmann::json j = {
+      {"config", describe(config_)},
+      {"mode", config_.mode},
+      {"device", r.device},
+      {"ranks", r.ranks},
+      {"workers", config_.workers},
+      {"steps", r.steps},
+      {"train_time_s", r.train_time_s},
+      {"epoch_time_s", epoch_time / std::max<size_t>(1, r.epochs.size())},
+      {"images_per_s", r.images_per_s},
+      {"achieved_tflops", tflops},
+      {"peak_tflops", r.peak_tflops > 0 ? nlohmann::json(r.peak_tflops) : nlohmann::json()},
+      {"mfu", mfu >= 0 ? nlohmann::json(mfu) : nlohmann::json()},
+      {"phase_totals_s", totals},
+      {"phase_shares", shares_json(shares)},
+      {"busy_share", busy_share(shares)},
+      {"gpu_util_mean", percent_or_null(gpu_mean)},
+      {"gpu_util_min", percent_or_null(gpu_min)},
+      {"bottleneck", main_bottleneck(shares)},
+      {"test_accuracy", r.epochs.back().test_accuracy}};
+  std::ofstream out = open_for_writing(config_.summary_path, "the run summary");
+  out << j.dump(2) << "\n";
+  RT_CHECK(out.good(), "train: writing the run summary to ", config_.summary_path, " failed");
+}
+
+}  // namespace ringtrain
