@@ -1,5 +1,5 @@
-// ringtrain: one binary, subcommands `train` and `data synth`. Parses flags and calls the
-// library; every error ends in one line on stderr and a non-zero exit.
+// ringtrain: one binary, subcommands `train`, `diagnose` and `data synth|convert|inspect`.
+// Parses flags and calls the library; every error ends in one line on stderr and a non-zero exit.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +12,7 @@
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/dist/world.hpp"
+#include "ringtrain/train/diagnose.hpp"
 #include "ringtrain/train/trainer.hpp"
 
 namespace {
@@ -35,6 +36,16 @@ CLI::Validator sign_check(bool allow_zero) {
 }
 const CLI::Validator kPositive = sign_check(false);
 const CLI::Validator kNonNegative = sign_check(true);
+// A thread count, or "auto" (passed on as -1).
+const CLI::Validator kWorkers(
+    [](std::string& value) -> std::string {
+      if (value == "auto") {
+        value = "-1";
+        return "";
+      }
+      return kNonNegative(value);
+    },
+    "INT|auto");
 
 void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--data", c.data, "HDF5 dataset (DESIGN §6 schema); default: synthetic data");
@@ -84,8 +95,9 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")->check(kNonNegative);
   cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing in [0, 1)")
       ->check(CLI::Range(0.0, 0.999));
-  cmd.add_option("--workers", c.workers, "loader threads (0: assemble batches synchronously)")
-      ->check(kNonNegative)
+  cmd.add_option("--workers", c.workers,
+                 "loader threads (0: assemble batches synchronously; auto: probe for enough)")
+      ->transform(kWorkers)
       ->capture_default_str();
   cmd.add_option("--prefetch-factor", c.prefetch_factor, "ready batches per loader thread")
       ->check(kPositive)
@@ -96,6 +108,7 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->capture_default_str();
   cmd.add_flag("--persistent-workers", c.persistent_workers, "keep loader threads across epochs");
   cmd.add_flag("!--no-augment", c.augment, "no random crop and flip");
+  cmd.add_flag("!--no-eval", c.evaluate, "no evaluation on the test split after each epoch");
   cmd.add_option("--mode", c.mode,
                  "ddp: one process per device (under mpirun); dp: DataParallel in one process")
       ->check(CLI::IsMember({"ddp", "dp"}))
@@ -174,6 +187,11 @@ int main(int argc, char** argv) {
   std::string device = "auto";
   CLI::App* train_cmd = app.add_subcommand("train", "train a ResNet");
   add_train_flags(*train_cmd, train_config, device);
+  CLI::App* diagnose_cmd = app.add_subcommand(
+      "diagnose",
+      "probe the loader, compute, all-reduce and full step of a training configuration (the "
+      "same flags as train) and say what holds it back");
+  add_train_flags(*diagnose_cmd, train_config, device);
 
   CLI::App* data_cmd = app.add_subcommand("data", "dataset tools");
   data_cmd->require_subcommand(1);
@@ -225,12 +243,17 @@ int main(int argc, char** argv) {
   }
   spdlog::set_pattern("[%H:%M:%S] %v");
   try {
-    if (*train_cmd) {
+    if (*train_cmd || *diagnose_cmd) {
       World& world = World::get();
       if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
       try {
-        choose_device(*train_cmd, device, train_config);
-        train(train_config);
+        choose_device(*train_cmd ? *train_cmd : *diagnose_cmd, device, train_config);
+        if (*train_cmd) {
+          train(train_config);
+        } else {
+          const ProbeResults probes = run_probes(train_config);
+          if (world.is_root()) std::fputs(format_diagnosis(probes, judge(probes)).c_str(), stdout);
+        }
       } catch (const std::exception& e) {
         // One rank failing must end the whole job, never leave the others in a collective.
         if (world.size() > 1) world.abort(e.what());

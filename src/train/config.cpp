@@ -12,7 +12,7 @@ void TrainConfig::validate() const {
   RT_CHECK(lr > 0, "config: --lr must be positive, got ", lr);
   RT_CHECK(label_smoothing >= 0 && label_smoothing < 1,
            "config: --label-smoothing must be in [0, 1), got ", label_smoothing);
-  RT_CHECK(workers >= 0, "config: --workers must be >= 0, got ", workers);
+  RT_CHECK(workers >= -1, "config: --workers must be >= 0 or auto, got ", workers);
   RT_CHECK(prefetch_factor > 0, "config: --prefetch-factor must be positive, got ",
            prefetch_factor);
   RT_CHECK(bucket_cap_mb > 0, "config: --bucket-cap-mb must be positive, got ", bucket_cap_mb);

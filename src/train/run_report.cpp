@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -79,8 +80,8 @@ void RunReport::epoch_done(const EpochMetrics& m) {
   if (!root_) return;
   if (terminal_) std::printf("\n");
   spdlog::info(
-      "epoch {} done: train loss {:.4f} acc {:.2f}%, test loss {:.4f} acc {:.2f}%, {:.1f} img/s, "
-      "bottleneck: {}",
+      "epoch {} done: train loss {:.4f} acc {:.2f}%, test loss {:.4f} acc {:.2f}%, {:.1f} "
+      "img/s, bottleneck: {}",
       m.epoch, m.train_loss, 100 * m.train_accuracy, m.test_loss, 100 * m.test_accuracy,
       m.images_per_s, main_bottleneck(m.phase_shares));
   if (!metrics_.is_open()) return;
@@ -119,12 +120,14 @@ void RunReport::run_done(const TrainResult& r) {
                  format_phase_table(r.phase_totals, r.steps));
   spdlog::info(
       "summary: {} steps in {}, {:.1f} img/s, {:.3f} TFLOP/s achieved{}, GPU utilisation {}, "
-      "bottleneck: {}, final test accuracy {:.2f}%",
+      "bottleneck: {}, final test accuracy {}",
       r.steps, format_duration(r.train_time_s), r.images_per_s, tflops,
       mfu >= 0 ? fmt::format(" (MFU {:.1f}%)", 100 * mfu) : "",
       gpu_mean >= 0 ? fmt::format("{:.1f}%", gpu_mean) : "not measured",
       config_.profile == "off" ? "unknown (--profile off)" : main_bottleneck(shares),
-      100 * r.epochs.back().test_accuracy);
+      std::isnan(r.epochs.back().test_accuracy)
+          ? std::string("not evaluated")
+          : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
   if (config_.summary_path.empty()) return;
   nlohmann::json totals = nlohmann::json::object();
   for (int p = 0; p < kPhases; ++p) totals[phase_name(Phase(p))] = r.phase_totals[p];

@@ -5,19 +5,12 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <memory>
 #include <optional>
 
-#include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
-#include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/sampler.hpp"
-#include "ringtrain/data/streaming_loader.hpp"
-#include "ringtrain/data/synthetic.hpp"
-#include "ringtrain/dist/device_assignment.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
@@ -28,7 +21,9 @@
 #include "ringtrain/parallel/ddp.hpp"
 #include "ringtrain/prof/gpu_monitor.hpp"
 #include "ringtrain/prof/report.hpp"
+#include "ringtrain/train/diagnose.hpp"
 #include "ringtrain/train/run_report.hpp"
+#include "ringtrain/train/setup.hpp"
 
 namespace ringtrain {
 namespace {
@@ -37,88 +32,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string data_path(const TrainConfig& c) {
-  return c.data.empty() ? c.synth_path : c.data;
-}
-
-int64_t budget_bytes(const TrainConfig& c) {
-  return static_cast<int64_t>(c.memory_budget_mb * 1e6);
-}
-
-// Rank 0 writes the synthetic file when it is missing; everyone reads it after a barrier.
-// Train images larger than the memory budget stay on disk, to be streamed.
-Dataset load_data(const TrainConfig& c, Communicator& comm) {
-  if (!c.data.empty()) return read_hdf5_dataset(c.data, budget_bytes(c));
-  if (comm.rank() == 0 && !std::filesystem::exists(c.synth_path)) {
-    spdlog::info("no --data given: writing the synthetic dataset {}", c.synth_path);
-    const auto dir = std::filesystem::path(c.synth_path).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir);
-    write_hdf5_dataset(c.synth_path, make_synthetic(SynthConfig{}));
-  }
-  comm.barrier();
-  spdlog::info("no --data given: using the synthetic dataset {}", c.synth_path);
-  return read_hdf5_dataset(c.synth_path, budget_bytes(c));
-}
-
-LoaderConfig loader_config(const TrainConfig& c, bool training) {
-  LoaderConfig l;
-  l.batch_size = training ? c.batch_size : c.eval_batch_size;
-  l.workers = c.workers;
-  l.prefetch_factor = c.prefetch_factor;
-  l.persistent_workers = c.persistent_workers;
-  l.augment = training && c.augment;
-  l.shuffle = training;
-  l.drop_last = training;
-  l.seed = c.seed;
-  l.debug_delay_s = training ? c.debug_loader_delay_ms * 1e-3 : 0;
-  return l;
-}
-
-// Training batches from memory, or streamed window by window when the images stayed on disk.
-struct TrainSource {
-  Normalization norm;
-  std::unique_ptr<ImageWriter> writer;  // on the heap: the loader keeps a reference to it
-  std::unique_ptr<BatchSource> batches;
-};
-
-TrainSource make_train_source(const TrainConfig& c, const Split& train, const World& world,
-                              Backend& backend) {
-  TrainSource s;
-  const LoaderConfig lc = loader_config(c, true);
-  if (!train.images.empty()) {
-    s.norm = channel_statistics(train);
-    s.writer = std::make_unique<ImageWriter>(train, s.norm, lc.pad, backend.compute_dtype(),
-                                             backend.layout());
-    s.batches = std::make_unique<Loader>(
-        train, *s.writer,
-        DistributedSampler(train.count, world.size(), world.rank(), true, ShardTail::drop, c.seed),
-        lc, backend);
-    return s;
-  }
-  const int64_t window = budget_bytes(c) / train.image_bytes();
-  spdlog::info(
-      "train images ({:.1f} MB) exceed --memory-budget-mb {}: streaming windows of {} images",
-      train.count * train.image_bytes() / 1e6, c.memory_budget_mb, window);
-  s.norm = StreamingLoader::statistics(data_path(c), "train", train, window);
-  s.batches = std::make_unique<StreamingLoader>(data_path(c), "train", train, window, s.norm,
-                                                backend.compute_dtype(), backend.layout(),
-                                                world.size(), world.rank(), lc, backend);
-  return s;
-}
-
-// --global-batch-size is split evenly over the ranks; --batch-size is per rank.
-TrainConfig per_rank_config(TrainConfig c, int world_size) {
-  if (c.global_batch_size > 0) {
-    const int64_t parts = int64_t{world_size} * std::max(1, c.accum_steps);
-    RT_CHECK(c.global_batch_size % parts == 0, "config: --global-batch-size ", c.global_batch_size,
-             " does not divide evenly over ", world_size, " ranks x ", c.accum_steps,
-             " micro-batches");
-    c.batch_size = static_cast<int>(c.global_batch_size / parts);
-  }
-  c.validate();
-  return c;
 }
 
 // Sums over this rank's share of the test split; reduced over the ranks by the caller.
@@ -206,25 +119,6 @@ StepStats accumulated_step(Replicas& r, DevicePrefetcher& batches, int k, float 
   return total;
 }
 
-// This rank's backend: the CPU, or the CUDA device of its local rank (see assign_device).
-std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) {
-  if (c.device == "cpu") return std::make_unique<CpuBackend>(c.threads);
-  const DeviceInventory devices = probe_devices();
-  RT_CHECK(devices.cuda_devices > 0, "train: --device cuda, but ", devices.why_none);
-  CudaOptions o;
-  o.device = assign_device(world, devices.cuda_devices);
-  o.rank = world.rank();
-  o.compute = c.amp == "off" ? DType::f32 : (c.amp == "fp16" ? DType::f16 : DType::bf16);
-  o.deterministic = c.deterministic;
-  return make_cuda_backend(o);
-}
-
-std::string describe_backend(Backend& backend) {
-  if (auto* cpu = dynamic_cast<CpuBackend*>(&backend))
-    return str_cat(cpu->name(), " with ", cpu->threads(), " threads per rank");
-  return backend.name();
-}
-
 LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
   LrSchedule s;
   s.kind = c.schedule;
@@ -244,7 +138,7 @@ TrainResult train(const TrainConfig& requested) {
                        CommOptions{requested.comm_timeout_s, requested.debug_collectives,
                                    requested.debug_comm_delay_ms * 1e-3});
   if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
-  const TrainConfig config = per_rank_config(requested, world.size());
+  TrainConfig config = per_rank_config(requested, world.size());
   const Dataset data = load_data(config, comm);
   ResNetConfig mc = config.model;
   mc.in_channels = data.train.channels;
@@ -283,6 +177,10 @@ TrainResult train(const TrainConfig& requested) {
   Sgd sgd(
       model.parameters(), backend,
       SgdConfig{config.momentum, config.weight_decay, config.nesterov, config.decay_norm_and_bias});
+  if (config.workers < 0) {
+    config.workers = choose_workers(config, data, world, backend);
+    spdlog::info("--workers auto: {} loader thread(s)", config.workers);
+  }
   TrainSource train_source = make_train_source(config, data.train, world, backend);
   const int64_t steps_per_epoch = train_source.batches->batches_per_epoch() / config.accum_steps;
   RT_CHECK(steps_per_epoch > 0, "train: ", train_source.batches->batches_per_epoch(),
@@ -377,14 +275,17 @@ TrainResult train(const TrainConfig& requested) {
     const GpuMonitor::Stats util = gpu_monitor.take();
     m.gpu_util_mean = util.mean;
     m.gpu_util_min = util.min;
-    // Ranks saw different batches, so their BN running statistics differ: evaluate rank 0's.
-    if (ddp) ddp->broadcast_buffers();
-    EvalSums ev = evaluate(model, backend, test_batches);
-    comm.all_reduce_host(&ev.loss, 3, ReduceOp::sum);
-    RT_CHECK(ev.count == data.test.count, "evaluate: ranks saw ", ev.count,
-             " test samples, expected ", data.test.count);
-    m.test_loss = ev.loss / ev.count;
-    m.test_accuracy = ev.correct / ev.count;
+    m.test_loss = m.test_accuracy = std::nan("");
+    if (config.evaluate) {
+      // Ranks saw different batches, so their BN running statistics differ: evaluate rank 0's.
+      if (ddp) ddp->broadcast_buffers();
+      EvalSums ev = evaluate(model, backend, test_batches);
+      comm.all_reduce_host(&ev.loss, 3, ReduceOp::sum);
+      RT_CHECK(ev.count == data.test.count, "evaluate: ranks saw ", ev.count,
+               " test samples, expected ", data.test.count);
+      m.test_loss = ev.loss / ev.count;
+      m.test_accuracy = ev.correct / ev.count;
+    }
     report.epoch_done(m);
     result.epochs.push_back(m);
   }

@@ -17,7 +17,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void busy(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+void busy(double ms) {
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+}
 
 // One step of data (2 ms), forward (4 ms) and other (nothing); returns the step's wall time.
 double profiled_step(StepProfiler& prof) {

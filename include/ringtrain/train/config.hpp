@@ -30,6 +30,7 @@ struct TrainConfig {
   double debug_loader_delay_ms = 0;  // tests only: a slow loader (per batch)
   double debug_comm_delay_ms = 0;    // tests only: a slow all-reduce (per wait)
   int eval_batch_size = 256;
+  bool evaluate = true;  // on the test split after every epoch
   double lr = 0.1;
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
@@ -39,7 +40,7 @@ struct TrainConfig {
   int64_t warmup_steps = 0;
   float label_smoothing = 0.0f;
   double memory_budget_mb = 4096;  // train images above this are streamed from disk
-  int workers = 2;                 // loader threads; 0: synchronous
+  int workers = 2;                 // loader threads; 0: synchronous; -1: auto (probed)
   int prefetch_factor = 2;         // ready batches per worker
   bool persistent_workers = false;
   bool augment = true;  // random crop with padding 4 and horizontal flip

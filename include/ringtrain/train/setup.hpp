@@ -1,0 +1,41 @@
+#pragma once
+// What a training run is built from, shared by train() and diagnose(): the data, the loader
+// settings, the training batches, the per-rank configuration and this rank's backend.
+#include <memory>
+#include <string>
+
+#include "ringtrain/backend/backend.hpp"
+#include "ringtrain/data/augment.hpp"
+#include "ringtrain/data/batch_source.hpp"
+#include "ringtrain/data/dataset.hpp"
+#include "ringtrain/data/loader.hpp"
+#include "ringtrain/dist/communicator.hpp"
+#include "ringtrain/dist/world.hpp"
+#include "ringtrain/train/config.hpp"
+
+namespace ringtrain {
+
+// --data, or the synthetic dataset (rank 0 writes it when missing; everyone reads it after a
+// barrier). Train images larger than the memory budget stay on disk, to be streamed.
+Dataset load_data(const TrainConfig& c, Communicator& comm);
+
+LoaderConfig loader_config(const TrainConfig& c, bool training);
+
+// Training batches from memory, or streamed window by window when the images stayed on disk.
+struct TrainSource {
+  Normalization norm;
+  std::unique_ptr<ImageWriter> writer;  // on the heap: the loader keeps a reference to it
+  std::unique_ptr<BatchSource> batches;
+};
+TrainSource make_train_source(const TrainConfig& c, const Split& train, const World& world,
+                              Backend& backend);
+
+// --global-batch-size is split evenly over the ranks; --batch-size is per rank. Validates.
+TrainConfig per_rank_config(TrainConfig c, int world_size);
+
+// This rank's backend: the CPU, or the CUDA device of its local rank (see assign_device).
+std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world);
+// "cpu with 2 threads per rank", or the CUDA backend's name.
+std::string describe_backend(Backend& backend);
+
+}  // namespace ringtrain

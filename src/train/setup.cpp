@@ -1,0 +1,112 @@
+#include "ringtrain/train/setup.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/backend/cuda/cuda_backend.hpp"
+#include "ringtrain/backend/devices.hpp"
+#include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/data/sampler.hpp"
+#include "ringtrain/data/streaming_loader.hpp"
+#include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/dist/device_assignment.hpp"
+
+namespace ringtrain {
+
+namespace {
+
+std::string data_path(const TrainConfig& c) {
+  return c.data.empty() ? c.synth_path : c.data;
+}
+
+int64_t budget_bytes(const TrainConfig& c) {
+  return static_cast<int64_t>(c.memory_budget_mb * 1e6);
+}
+
+}  // namespace
+
+Dataset load_data(const TrainConfig& c, Communicator& comm) {
+  if (!c.data.empty()) return read_hdf5_dataset(c.data, budget_bytes(c));
+  if (comm.rank() == 0 && !std::filesystem::exists(c.synth_path)) {
+    spdlog::info("no --data given: writing the synthetic dataset {}", c.synth_path);
+    const auto dir = std::filesystem::path(c.synth_path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir);
+    write_hdf5_dataset(c.synth_path, make_synthetic(SynthConfig{}));
+  }
+  comm.barrier();
+  spdlog::info("no --data given: using the synthetic dataset {}", c.synth_path);
+  return read_hdf5_dataset(c.synth_path, budget_bytes(c));
+}
+
+LoaderConfig loader_config(const TrainConfig& c, bool training) {
+  LoaderConfig l;
+  l.batch_size = training ? c.batch_size : c.eval_batch_size;
+  l.workers = c.workers;
+  l.prefetch_factor = c.prefetch_factor;
+  l.persistent_workers = c.persistent_workers;
+  l.augment = training && c.augment;
+  l.shuffle = training;
+  l.drop_last = training;
+  l.seed = c.seed;
+  l.debug_delay_s = training ? c.debug_loader_delay_ms * 1e-3 : 0;
+  return l;
+}
+
+TrainSource make_train_source(const TrainConfig& c, const Split& train, const World& world,
+                              Backend& backend) {
+  TrainSource s;
+  const LoaderConfig lc = loader_config(c, true);
+  if (!train.images.empty()) {
+    s.norm = channel_statistics(train);
+    s.writer = std::make_unique<ImageWriter>(train, s.norm, lc.pad, backend.compute_dtype(),
+                                             backend.layout());
+    s.batches = std::make_unique<Loader>(
+        train, *s.writer,
+        DistributedSampler(train.count, world.size(), world.rank(), true, ShardTail::drop, c.seed),
+        lc, backend);
+    return s;
+  }
+  const int64_t window = budget_bytes(c) / train.image_bytes();
+  spdlog::info(
+      "train images ({:.1f} MB) exceed --memory-budget-mb {}: streaming windows of {} images",
+      train.count * train.image_bytes() / 1e6, c.memory_budget_mb, window);
+  s.norm = StreamingLoader::statistics(data_path(c), "train", train, window);
+  s.batches = std::make_unique<StreamingLoader>(data_path(c), "train", train, window, s.norm,
+                                                backend.compute_dtype(), backend.layout(),
+                                                world.size(), world.rank(), lc, backend);
+  return s;
+}
+
+TrainConfig per_rank_config(TrainConfig c, int world_size) {
+  if (c.global_batch_size > 0) {
+    const int64_t parts = int64_t{world_size} * std::max(1, c.accum_steps);
+    RT_CHECK(c.global_batch_size % parts == 0, "config: --global-batch-size ", c.global_batch_size,
+             " does not divide evenly over ", world_size, " ranks x ", c.accum_steps,
+             " micro-batches");
+    c.batch_size = static_cast<int>(c.global_batch_size / parts);
+  }
+  c.validate();
+  return c;
+}
+
+std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) {
+  if (c.device == "cpu") return std::make_unique<CpuBackend>(c.threads);
+  const DeviceInventory devices = probe_devices();
+  RT_CHECK(devices.cuda_devices > 0, "train: --device cuda, but ", devices.why_none);
+  CudaOptions o;
+  o.device = assign_device(world, devices.cuda_devices);
+  o.rank = world.rank();
+  o.compute = c.amp == "off" ? DType::f32 : (c.amp == "fp16" ? DType::f16 : DType::bf16);
+  o.deterministic = c.deterministic;
+  return make_cuda_backend(o);
+}
+
+std::string describe_backend(Backend& backend) {
+  if (auto* cpu = dynamic_cast<CpuBackend*>(&backend))
+    return str_cat(cpu->name(), " with ", cpu->threads(), " threads per rank");
+  return backend.name();
+}
+
+}  // namespace ringtrain
