@@ -10,7 +10,7 @@ packages=(
   libopenblas-dev libdnnl-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev
-  python3
+  python3 python3-matplotlib
 )
 
 missing=()
