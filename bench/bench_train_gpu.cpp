@@ -5,7 +5,6 @@
 //   build/bench/bench_train_gpu --depth 50 --batch-size 256 --amp bf16 --workers 8
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <map>
 
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
@@ -14,6 +13,7 @@
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/nn/resnet.hpp"
 #include "ringtrain/optim/sgd.hpp"
+#include "ringtrain/prof/report.hpp"
 #include "timing.hpp"
 
 using namespace ringtrain;
@@ -21,15 +21,6 @@ using bench::Clock;
 using bench::seconds_since;
 
 namespace {
-
-// Dense bf16/fp16 tensor-core peaks (TFLOP/s) by device name; 0 when unknown.
-double peak_tflops(const std::string& device_name) {
-  const std::map<std::string, double> peaks = {
-      {"H200", 989.0}, {"H100", 989.0}, {"A100", 312.0}, {"L40S", 362.0}, {"A10", 125.0}};
-  for (const auto& [name, tflops] : peaks)
-    if (device_name.find(name) != std::string::npos) return tflops;
-  return 0;
-}
 
 // One training step; the loss read-back makes the step complete when it returns.
 double step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images, const Tensor& labels,

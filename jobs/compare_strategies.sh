@@ -6,7 +6,7 @@
 # Devices are the node's GPUs, or without one N CPU replicas / ranks (labelled as such). Prints
 # one table (configuration, device busy share or GPU utilisation, epoch time, images/s,
 # speed-up over the baseline, main bottleneck) and writes it as CSV and JSON beside each run's
-# summary JSON and log.
+# summary JSON, Chrome traces and log.
 #
 #   bash jobs/compare_strategies.sh [ringtrain train flags...]
 # All three train on the same global batch (GLOBAL_BATCH, split over the devices or ranks), so
@@ -35,7 +35,7 @@ else
   mpirun_args=(${MPIRUN_ARGS:---oversubscribe})
 fi
 mkdir -p "$out"
-common=(--steps "$steps" --no-eval --profile summary "${device_flags[@]}" "$@")
+common=(--steps "$steps" --no-eval "${device_flags[@]}" "$@")
 echo "compare_strategies: $kind, $steps steps of $batch images each, results in $out"
 
 # run NAME COMMAND...: one configuration, its log and summary JSON under $out.
@@ -43,7 +43,8 @@ run() {
   local name=$1
   shift
   echo "== $name"
-  if ! "$@" --summary "$out/$name.json" >"$out/$name.log" 2>&1; then
+  if ! "$@" --summary "$out/$name.json" --profile trace --trace-dir "$out/$name.trace" \
+    >"$out/$name.log" 2>&1; then
     echo "compare_strategies: $name failed; its log:" >&2
     tail -n 20 "$out/$name.log" >&2
     exit 1

@@ -35,6 +35,7 @@ CLI::Validator sign_check(bool allow_zero) {
       allow_zero ? "NONNEGATIVE" : "POSITIVE");
 }
 const CLI::Validator kPositive = sign_check(false);
+constexpr int kStoppedBySignal = 75;
 const CLI::Validator kNonNegative = sign_check(true);
 // A thread count, or "auto" (passed on as -1).
 const CLI::Validator kWorkers(
@@ -139,6 +140,20 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")->capture_default_str();
   cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")->check(kNonNegative);
   cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
+  cmd.add_option("--checkpoint-dir", c.checkpoint_dir, "where checkpoints go")
+      ->capture_default_str();
+  cmd.add_option("--checkpoint-every", c.checkpoint_every,
+                 "steps between checkpoints (0: only on SIGTERM/SIGUSR1)")
+      ->check(kNonNegative);
+  cmd.add_option("--checkpoint-minutes", c.checkpoint_minutes, "minutes between checkpoints")
+      ->check(kNonNegative);
+  cmd.add_option("--keep", c.keep_checkpoints, "checkpoints kept (the newest)")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd.add_option("--resume", c.resume,
+                 "auto (the newest complete checkpoint of --checkpoint-dir) or a checkpoint file");
+  cmd.add_flag("--resume-force", c.resume_force,
+               "resume from a checkpoint of another model, data file or world size");
   cmd.add_option("--profile", c.profile,
                  "phase timing: off, summary (table and shares) or trace (also a Chrome trace)")
       ->check(CLI::IsMember({"off", "summary", "trace"}))
@@ -249,7 +264,8 @@ int main(int argc, char** argv) {
       try {
         choose_device(*train_cmd ? *train_cmd : *diagnose_cmd, device, train_config);
         if (*train_cmd) {
-          train(train_config);
+          // A run stopped by SIGTERM/SIGUSR1 exits with EX_TEMPFAIL: a job script requeues on it.
+          if (train(train_config).stopped) return kStoppedBySignal;
         } else {
           const ProbeResults probes = run_probes(train_config);
           if (world.is_root()) std::fputs(format_diagnosis(probes, judge(probes)).c_str(), stdout);

@@ -28,6 +28,14 @@ void DevicePrefetcher::issue_copy() {
   backend_.copy_to_device_async(host->labels, view.labels);
 }
 
+void DevicePrefetcher::skip(int64_t n) {
+  StepProfiler* profiler = profiler_;
+  profiler_ = nullptr;
+  for (int64_t i = 0; i < n; ++i)
+    RT_CHECK(next(), "resume: the epoch has fewer than ", n, " batches to skip");
+  profiler_ = profiler;
+}
+
 const DeviceBatch* DevicePrefetcher::next() {
   const int ready = current_;
   if (!in_flight_[ready]) return nullptr;

@@ -7,32 +7,12 @@
 #include <memory>
 
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/hdf5_file.hpp"
 
 namespace ringtrain {
 namespace {
 
-// Owns one HDF5 identifier and closes it with the matching H5?close.
-class Handle {
- public:
-  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~Handle() {
-    if (id_ >= 0) close_(id_);
-  }
-  Handle(Handle&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = -1; }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
-
-// HDF5 prints its own error stack by default; ours names the file and the dataset instead.
-void silence_hdf5() {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-}
+using Handle = Hdf5Handle;
 
 std::vector<hsize_t> dims_of(hid_t dataset) {
   Handle space(H5Dget_space(dataset), H5Sclose);
@@ -212,20 +192,12 @@ void read_hdf5_images(const std::string& path, const std::string& split, int64_t
 }
 
 void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_level) {
-  silence_hdf5();
   RT_CHECK(gzip_level >= 0 && gzip_level <= 9, "data: gzip level must be 0-9, got ", gzip_level);
-  const std::string tmp = path + ".tmp";
-  try {
-    Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    RT_CHECK(file.ok(), "data: cannot create ", tmp);
-    write_split(file.get(), "train", data.train, gzip_level);
-    write_split(file.get(), "test", data.test, gzip_level);
-    write_class_names(file.get(), data.class_names);
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  std::filesystem::rename(tmp, path);
+  write_hdf5_atomically(path, [&](hid_t file) {
+    write_split(file, "train", data.train, gzip_level);
+    write_split(file, "test", data.test, gzip_level);
+    write_class_names(file, data.class_names);
+  });
 }
 
 }  // namespace ringtrain

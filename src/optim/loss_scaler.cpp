@@ -13,6 +13,13 @@ LossScaler::LossScaler(bool enabled, double initial_scale, int growth_interval)
            growth_interval);
 }
 
+void LossScaler::restore(double scale, int clean_steps) {
+  RT_CHECK(scale > 0 && clean_steps >= 0, "LossScaler: cannot restore scale ", scale, " after ",
+           clean_steps, " clean steps");
+  scale_ = scale;
+  clean_steps_ = clean_steps;
+}
+
 bool LossScaler::update(bool gradients_finite) {
   if (!enabled_) return true;
   if (!gradients_finite) {

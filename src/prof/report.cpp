@@ -61,26 +61,29 @@ double peak_tflops(const std::string& device_name) {
 }
 
 void write_chrome_trace(const std::string& path, const std::vector<PhaseEvent>& events, int rank,
-                        const std::string& device_label) {
+                        const std::string& device_label, bool host_row) {
   nlohmann::json trace = nlohmann::json::array();
   trace.push_back({{"name", "process_name"},
                    {"ph", "M"},
                    {"pid", rank},
                    {"args", {{"name", str_cat("rank ", rank)}}}});
-  trace.push_back({{"name", "thread_name"},
-                   {"ph", "M"},
-                   {"pid", rank},
-                   {"tid", 0},
-                   {"args", {{"name", device_label}}}});
-  for (const PhaseEvent& e : events)
-    trace.push_back({{"name", phase_name(e.phase)},
-                     {"cat", "step"},
-                     {"ph", "X"},
+  const int rows = host_row ? 2 : 1;
+  for (int row = 0; row < rows; ++row)
+    trace.push_back({{"name", "thread_name"},
+                     {"ph", "M"},
                      {"pid", rank},
-                     {"tid", 0},
-                     {"ts", e.start_s * 1e6},
-                     {"dur", e.duration_s * 1e6},
-                     {"args", {{"step", e.step}}}});
+                     {"tid", row},
+                     {"args", {{"name", row == 0 ? device_label : std::string("host")}}}});
+  for (const PhaseEvent& e : events)
+    for (int row = 0; row < rows; ++row)
+      trace.push_back({{"name", phase_name(e.phase)},
+                       {"cat", "step"},
+                       {"ph", "X"},
+                       {"pid", rank},
+                       {"tid", row},
+                       {"ts", (row == 0 ? e.start_s : e.host_start_s) * 1e6},
+                       {"dur", (row == 0 ? e.duration_s : e.host_duration_s) * 1e6},
+                       {"args", {{"step", e.step}}}});
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
   std::ofstream out(path);

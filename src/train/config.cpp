@@ -34,6 +34,11 @@ void TrainConfig::validate() const {
   RT_CHECK(!(device == "cuda" && mode == "dp"),
            "config: --mode dp runs on CPU replicas only so far; use --device cpu");
   parse_profile_mode(profile);
+  RT_CHECK(checkpoint_every >= 0, "config: --checkpoint-every must be >= 0, got ",
+           checkpoint_every);
+  RT_CHECK(checkpoint_minutes >= 0, "config: --checkpoint-minutes must be >= 0, got ",
+           checkpoint_minutes);
+  RT_CHECK(keep_checkpoints > 0, "config: --keep must be positive, got ", keep_checkpoints);
   RT_CHECK(peak_tflops >= 0, "config: --peak-tflops must be >= 0, got ", peak_tflops);
   RT_CHECK(threads >= 0, "config: --threads must be >= 0, got ", threads);
   resnet_layout(model.depth);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,14 @@ std::ofstream open_for_writing(const std::string& path, const char* what) {
   out.open(path);
   RT_CHECK(out.good(), "train: cannot write ", what, " to ", path);
   return out;
+}
+
+// mpirun hands its ranks a pseudo-terminal even when the job's output goes to a file, and Slurm
+// jobs write logs: both get plain progress lines.
+bool launched_by_mpi_or_slurm() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_JOB_ID"})
+    if (std::getenv(v)) return true;
+  return false;
 }
 
 nlohmann::json percent_or_null(double v) {
@@ -47,7 +56,7 @@ RunReport::RunReport(const TrainConfig& config, bool root, int64_t total_steps, 
                      int64_t global_batch)
     : config_(config),
       root_(root),
-      terminal_(root && isatty(STDOUT_FILENO)),
+      terminal_(root && isatty(STDOUT_FILENO) && !launched_by_mpi_or_slurm()),
       total_steps_(total_steps),
       epochs_(epochs),
       global_batch_(global_batch),
@@ -140,6 +149,7 @@ void RunReport::run_done(const TrainResult& r) {
       {"ranks", r.ranks},
       {"workers", config_.workers},
       {"steps", r.steps},
+      {"global_batch", global_batch_},
       {"train_time_s", r.train_time_s},
       {"epoch_time_s", epoch_time / std::max<size_t>(1, r.epochs.size())},
       {"images_per_s", r.images_per_s},

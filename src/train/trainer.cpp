@@ -21,6 +21,7 @@
 #include "ringtrain/parallel/ddp.hpp"
 #include "ringtrain/prof/gpu_monitor.hpp"
 #include "ringtrain/prof/report.hpp"
+#include "ringtrain/train/checkpointer.hpp"
 #include "ringtrain/train/diagnose.hpp"
 #include "ringtrain/train/run_report.hpp"
 #include "ringtrain/train/setup.hpp"
@@ -119,6 +120,21 @@ StepStats accumulated_step(Replicas& r, DevicePrefetcher& batches, int k, float 
   return total;
 }
 
+// What a checkpoint must match to continue this run.
+CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const Dataset& data,
+                            const World& world, int64_t global_batch) {
+  CheckpointMeta m;
+  m.model = str_cat("resnet", mc.depth, " ", mc.stem, " stem, width ", mc.width, ", ",
+                    mc.in_channels, " input channels, ", mc.classes, " classes");
+  m.data = str_cat(c.data.empty() ? c.synth_path : c.data, " (", data.train.count, " train images ",
+                   data.train.height, "x", data.train.width, "x", data.train.channels, ")");
+  m.world_size = world.size();
+  m.global_batch = global_batch;
+  m.config = describe(c);
+  m.version = RINGTRAIN_VERSION;
+  return m;
+}
+
 LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
   LrSchedule s;
   s.kind = c.schedule;
@@ -172,7 +188,6 @@ TrainResult train(const TrainConfig& requested) {
   if (world.size() > 1) {
     ddp.emplace(model.parameters(), grad_comm, backend,
                 DdpConfig{config.bucket_cap_mb, 1.0, config.overlap});
-    ddp->broadcast_state();
   }
   Sgd sgd(
       model.parameters(), backend,
@@ -223,16 +238,22 @@ TrainResult train(const TrainConfig& requested) {
   if (config.device == "cuda" && !gpu_monitor.available())
     spdlog::info("GPU utilisation not measured: {}", gpu_monitor.why_unavailable());
   RunReport report(config, world.is_root(), total_steps, epochs, global_batch);
-  int64_t step = 0;
-  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+  Checkpointer checkpoints(config, comm, run_identity(config, mc, data, world, global_batch));
+  const RunPosition start =
+      checkpoints.resume(backend, model.parameters(), sgd.momentum_buffer(), scaler);
+  if (ddp) ddp->broadcast_state();  // rank 0's start (each rank loaded the same checkpoint)
+  int64_t step = start.step;
+  for (int64_t epoch = start.epoch; epoch < epochs && !result.stopped; ++epoch) {
     train_batches.start_epoch(epoch);
+    const int64_t skipped = epoch == start.epoch ? start.batch_in_epoch : 0;
+    train_batches.skip(skipped);  // resumed in the middle of this epoch
     const auto epoch_start = Clock::now();
     const PhaseTimes phases_before = prof.totals();
     // Reduced over ranks below: loss over steps, correct, images, then the phase seconds.
     std::array<double, 3 + kPhases> sums{};
     int64_t steps_this_epoch = 0;
     double lr = 0;
-    for (int64_t b = 0; b < steps_per_epoch && step < total_steps; ++b, ++step) {
+    for (int64_t b = skipped / config.accum_steps; b < steps_per_epoch && step < total_steps; ++b) {
       RT_CHECK(!(world.rank() == config.debug_fail_rank && step == config.debug_fail_step),
                "train: failure injected by --debug-fail-rank at step ", step);
       lr = schedule.at(step);
@@ -258,7 +279,15 @@ TrainResult train(const TrainConfig& requested) {
       ++steps_this_epoch;
       report.progress(epoch, step, st.loss, lr);
       prof.end_step();
+      ++step;
+      const bool epoch_done = b + 1 == steps_per_epoch;
+      const RunPosition next{step, epoch_done ? epoch + 1 : epoch,
+                             epoch_done ? 0 : (b + 1) * config.accum_steps};
+      result.stopped =
+          checkpoints.after_step(next, backend, model.parameters(), sgd.momentum_buffer(), scaler);
+      if (result.stopped) break;
     }
+    if (result.stopped) break;  // mid-epoch: no epoch metrics, no evaluation
     for (int p = 0; p < kPhases; ++p) sums[3 + p] = prof.totals()[p] - phases_before[p];
     comm.all_reduce_host(sums.data(), static_cast<int>(sums.size()), ReduceOp::sum);
     EpochMetrics m;
@@ -289,6 +318,13 @@ TrainResult train(const TrainConfig& requested) {
     report.epoch_done(m);
     result.epochs.push_back(m);
   }
+  if (!result.stopped) {
+    const RunPosition end{step, step / steps_per_epoch,
+                          (step % steps_per_epoch) * config.accum_steps};
+    checkpoints.at_end(end, backend, model.parameters(), sgd.momentum_buffer(), scaler);
+  }
+  result.checkpoint = checkpoints.last_written();
+  if (result.epochs.empty()) return result;  // stopped in the first epoch run
   for (const auto& m : result.epochs) result.train_time_s += m.epoch_time_s;
   result.steps = step;
   result.images_per_s = static_cast<double>(step) * global_batch / result.train_time_s;
@@ -302,7 +338,8 @@ TrainResult train(const TrainConfig& requested) {
   report.run_done(result);
   if (prof.mode() == ProfileMode::trace)
     write_chrome_trace(str_cat(config.trace_dir, "/trace_rank", world.rank(), ".json"),
-                       prof.events(), world.rank(), describe_backend(backend));
+                       prof.events(), world.rank(), describe_backend(backend),
+                       backend.device().kind != Device::Kind::cpu);
   return result;
 }
 

@@ -63,7 +63,7 @@ TEST(StepProfiler, CostsOneMarkPerPhaseAndNothingWhenOff) {
   profiled_step(off);
   EXPECT_EQ(off.steps(), 0);
   EXPECT_EQ(off.marks_last_step(), 0);
-  EXPECT_EQ(other.mark(), 0);  // the backend was never asked for a mark
+  EXPECT_EQ(other.mark(nullptr), 0);  // the backend was never asked for a mark
 }
 
 TEST(StepProfiler, TraceModeKeepsEveryPhaseInOrder) {
@@ -105,11 +105,11 @@ TEST(Report, SharesBottleneckAndTable) {
 }
 
 TEST(Report, ChromeTraceIsValidJsonWithOneEventPerPhase) {
-  const std::vector<PhaseEvent> events = {{Phase::data, 0, 0.0, 0.001},
-                                          {Phase::forward, 0, 0.001, 0.002}};
+  const std::vector<PhaseEvent> events = {{Phase::data, 0, 0.0, 0.001, 0.5, 0.001},
+                                          {Phase::forward, 0, 0.001, 0.002, 0.501, 0.002}};
   const std::string path =
       (std::filesystem::temp_directory_path() / "ringtrain_test_trace" / "t.json").string();
-  write_chrome_trace(path, events, 3, "cpu");
+  write_chrome_trace(path, events, 3, "cpu", false);
   std::ifstream in(path);
   const nlohmann::json j = nlohmann::json::parse(in);
   int phases = 0;
@@ -122,6 +122,18 @@ TEST(Report, ChromeTraceIsValidJsonWithOneEventPerPhase) {
   EXPECT_EQ(phases, 2);
   EXPECT_EQ(j.at("traceEvents").back().at("name"), "forward");
   EXPECT_DOUBLE_EQ(j.at("traceEvents").back().at("ts").get<double>(), 1000.0);
+
+  // With the host row: every phase twice, the second copy on row 1 at the host's times.
+  write_chrome_trace(path, events, 3, "cuda:0", true);
+  std::ifstream again(path);
+  const nlohmann::json both = nlohmann::json::parse(again);
+  int host = 0;
+  for (const auto& e : both.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("tid") == 1) {
+      ++host;
+      EXPECT_GE(e.at("ts").get<double>(), 5e5);
+    }
+  EXPECT_EQ(host, 2);
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 

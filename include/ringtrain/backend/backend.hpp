@@ -49,8 +49,9 @@ class Backend {
   // Timing on the device's own clock, for the profiler: mark() records a point in the work
   // issued so far (a CUDA event on the compute stream; the host clock on the CPU) and returns
   // its id; seconds_between() waits for both marks and gives the time between them. Ids count
-  // from 0 again after reset_marks().
-  virtual int mark() = 0;
+  // from 0 again after reset_marks(). `label` names what starts at the mark (an NVTX range on
+  // CUDA, for Nsight Systems), nullptr when nothing does.
+  virtual int mark(const char* label) = 0;
   virtual double seconds_between(int from, int to) = 0;
   virtual void reset_marks() = 0;
 

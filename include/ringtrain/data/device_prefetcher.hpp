@@ -19,6 +19,8 @@ class DevicePrefetcher {
   DevicePrefetcher(BatchSource& source, Backend& backend, StepProfiler* profiler = nullptr);
 
   void start_epoch(int64_t epoch);
+  // Passes over the next n batches untimed (a run resumed in the middle of an epoch).
+  void skip(int64_t n);
   // The batch to compute on now, or nullptr at the end of the epoch. Valid until the next call.
   const DeviceBatch* next();
 

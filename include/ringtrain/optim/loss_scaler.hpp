@@ -15,6 +15,9 @@ class LossScaler {
   // Records one step's outcome; returns whether the optimizer step should be taken.
   bool update(bool gradients_finite);
   int64_t skipped_steps() const { return skipped_; }
+  int clean_steps() const { return clean_steps_; }
+  // The state a checkpoint saved.
+  void restore(double scale, int clean_steps);
 
  private:
   bool enabled_;

@@ -26,9 +26,10 @@ nlohmann::json shares_json(const PhaseTimes& shares);
 // Dense 16-bit tensor-core peak of a device by name (TFLOP/s), 0 when unknown.
 double peak_tflops(const std::string& device_name);
 
-// A Chrome trace (viewable in Perfetto or chrome://tracing): one complete event per phase per
-// step on a row named after `device_label`, process id = rank.
+// A Chrome trace (viewable in Perfetto or chrome://tracing), process id = rank: one complete
+// event per phase per step on a row named after `device_label` (the device's clock), and with
+// `host_row` a second row with the same phases as the host issued them.
 void write_chrome_trace(const std::string& path, const std::vector<PhaseEvent>& events, int rank,
-                        const std::string& device_label);
+                        const std::string& device_label, bool host_row);
 
 }  // namespace ringtrain

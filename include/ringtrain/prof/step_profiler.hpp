@@ -1,5 +1,6 @@
 #pragma once
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,11 +19,13 @@ const char* phase_name(Phase p);
 enum class ProfileMode { off, summary, trace };
 ProfileMode parse_profile_mode(const std::string& name);  // off, summary or trace
 
-// One phase of one step, for the Chrome trace (seconds since the profiler started).
+// One phase of one step, for the Chrome trace: on the device's clock (steps laid end to end)
+// and as the host issued it (seconds since the profiler started).
 struct PhaseEvent {
   Phase phase;
   int64_t step;
   double start_s, duration_s;
+  double host_start_s, host_duration_s;
 };
 
 using PhaseTimes = std::array<double, kPhases>;
@@ -49,9 +52,13 @@ class StepProfiler {
  private:
   Backend& backend_;
   ProfileMode mode_;
+  std::chrono::steady_clock::time_point origin_;
+  double host_seconds() const;
+
   struct Boundary {
     Phase phase;  // the phase that starts at this mark
     int mark;
+    double host_s;
   };
   std::vector<Boundary> open_;  // marks of the step in progress
   PhaseTimes last_{}, totals_{};

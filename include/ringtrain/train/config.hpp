@@ -45,9 +45,15 @@ struct TrainConfig {
   bool persistent_workers = false;
   bool augment = true;  // random crop with padding 4 and horizontal flip
   uint64_t seed = 0;
-  int threads = 0;                       // CPU backend threads; 0: all hardware threads
-  std::string metrics_path;              // per-epoch JSON lines; empty: none
-  std::string profile = "summary";       // off, summary (phase times) or trace (and a Chrome trace)
+  int threads = 0;           // CPU backend threads; 0: all hardware threads
+  std::string metrics_path;  // per-epoch JSON lines; empty: none
+  std::string checkpoint_dir = "runs/checkpoints";
+  int64_t checkpoint_every = 0;     // steps between checkpoints; 0: none on a schedule
+  double checkpoint_minutes = 0;    // minutes between checkpoints; 0: none on a clock
+  int keep_checkpoints = 3;         // the newest ones kept in checkpoint_dir
+  std::string resume;               // "auto" (newest in checkpoint_dir), a file, or "": start fresh
+  bool resume_force = false;        // resume from another model, data file or world size
+  std::string profile = "summary";  // off, summary (phase times) or trace (and a Chrome trace)
   std::string trace_dir = "runs/trace";  // --profile trace: trace_rank<R>.json here
   std::string summary_path;              // the run summary JSON; empty: none
   double peak_tflops = 0;                // per device, for MFU; 0: by device name

@@ -26,6 +26,8 @@ struct TrainResult {
   PhaseTimes phase_totals{};  // seconds, mean over ranks (zeros with --profile off)
   double peak_tflops = 0;     // of one device; 0 when unknown
   std::string device;         // what trained: backend and device name
+  bool stopped = false;       // by SIGTERM or SIGUSR1, after writing a checkpoint
+  std::string checkpoint;     // the last one written; empty: none
 };
 
 // Trains one model in this process on the CPU or CUDA backend: data, model, SGD, schedule,

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include <nvtx3/nvToolsExt.h>
+
 #include "cuda_backend_impl.hpp"
 #include "ringtrain/core/half.hpp"
 #include "ringtrain/core/layout.hpp"
@@ -204,7 +206,10 @@ void CudaBackend::synchronize() {
   RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
 }
 
-int CudaBackend::mark() {
+int CudaBackend::mark(const char* label) {
+  if (nvtx_open_) nvtxRangePop();
+  nvtx_open_ = label != nullptr;
+  if (label) nvtxRangePushA(label);
   if (marks_used_ == marks_.size()) {
     cudaEvent_t e = nullptr;
     RT_CUDA_CHECK(cudaEventCreate(&e));

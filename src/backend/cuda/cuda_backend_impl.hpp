@@ -30,7 +30,7 @@ class CudaBackend final : public Backend {
   void copy(const Tensor& src, Tensor& dst) override;
   void cast(const Tensor& src, Tensor& dst) override;
   void synchronize() override;
-  int mark() override;
+  int mark(const char* label) override;
   double seconds_between(int from, int to) override;
   void reset_marks() override { marks_used_ = 0; }
   std::shared_ptr<void> host_buffer(std::size_t bytes) override;
@@ -118,6 +118,7 @@ class CudaBackend final : public Backend {
   void* host_scalar_ = nullptr;  // pinned, 8 bytes
   std::vector<cudaEvent_t> marks_;  // timing events, reused after reset_marks()
   size_t marks_used_ = 0;
+  bool nvtx_open_ = false;  // an NVTX range pushed by mark() and not popped yet
 };
 
 }  // namespace ringtrain::cuda

@@ -1,0 +1,64 @@
+#pragma once
+#include <chrono>
+#include <csignal>
+#include <string>
+
+#include "ringtrain/dist/communicator.hpp"
+#include "ringtrain/optim/loss_scaler.hpp"
+#include "ringtrain/train/checkpoint.hpp"
+#include "ringtrain/train/config.hpp"
+
+namespace ringtrain {
+
+// Where a run stands between two steps.
+struct RunPosition {
+  int64_t step = 0;            // optimizer steps done
+  int64_t epoch = 0;           // the epoch of the next step
+  int64_t batch_in_epoch = 0;  // micro-batches of that epoch already consumed
+};
+
+// The checkpoints of a run: --resume at the start; then, at every step boundary, a checkpoint
+// when --checkpoint-every steps or --checkpoint-minutes have passed, or when SIGTERM or SIGUSR1
+// (what Slurm sends before a time limit) reached any rank, in which case every rank stops
+// there. Decisions are all-reduced, so all ranks take them together; rank 0 writes.
+class Checkpointer {
+ public:
+  // `identity`: the model, data, world size and global batch of this run. Installs the
+  // SIGTERM/SIGUSR1 handlers for its lifetime.
+  Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity);
+  ~Checkpointer();
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  // Loads the checkpoint --resume names (the newest complete one for "auto"; a torn one is
+  // skipped with a warning naming it) into the parameters, momentum and loss scaler; returns
+  // where to continue (the start when there is nothing to resume). Throws when the checkpoint
+  // belongs to another model, data file or world size, unless --resume-force.
+  RunPosition resume(Backend& backend, ParameterSet& params, Tensor& momentum, LossScaler& scaler);
+
+  // After a step (collective). Returns true when the run must stop: a checkpoint has then been
+  // written.
+  bool after_step(const RunPosition& next, Backend& backend, const ParameterSet& params,
+                  const Tensor& momentum, const LossScaler& scaler);
+  // At the end of the run: a last checkpoint when checkpoints are on a schedule.
+  void at_end(const RunPosition& end, Backend& backend, const ParameterSet& params,
+              const Tensor& momentum, const LossScaler& scaler);
+
+  const std::string& last_written() const { return last_written_; }
+  int stop_signal() const { return stop_signal_; }
+
+ private:
+  void save(const RunPosition& at, Backend& backend, const ParameterSet& params,
+            const Tensor& momentum, const LossScaler& scaler);
+
+  const TrainConfig& config_;
+  Communicator& comm_;
+  CheckpointMeta identity_;
+  std::chrono::steady_clock::time_point last_save_;
+  std::string last_written_;
+  int stop_signal_ = 0;
+  struct sigaction previous_term_ {
+  }, previous_usr1_{};
+};
+
+}  // namespace ringtrain

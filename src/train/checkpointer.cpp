@@ -1,0 +1,120 @@
+#include "ringtrain/train/checkpointer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+namespace ringtrain {
+namespace {
+
+volatile std::sig_atomic_t pending_signal = 0;
+
+extern "C" void on_stop_signal(int signal) {
+  pending_signal = signal;
+}
+
+const char* signal_name(int s) {
+  return s == SIGTERM ? "SIGTERM" : "SIGUSR1";
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity)
+    : config_(config),
+      comm_(comm),
+      identity_(std::move(identity)),
+      last_save_(std::chrono::steady_clock::now()) {
+  pending_signal = 0;
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, &previous_term_);
+  sigaction(SIGUSR1, &action, &previous_usr1_);
+}
+
+Checkpointer::~Checkpointer() {
+  sigaction(SIGTERM, &previous_term_, nullptr);
+  sigaction(SIGUSR1, &previous_usr1_, nullptr);
+}
+
+RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor& momentum,
+                                 LossScaler& scaler) {
+  if (config_.resume.empty()) return {};
+  std::string path = config_.resume;
+  if (path == "auto") {
+    std::vector<std::string> skipped;
+    path = newest_checkpoint(config_.checkpoint_dir, &skipped);
+    for (const std::string& why : skipped) spdlog::warn("--resume auto: skipped {}", why);
+    if (path.empty()) {
+      spdlog::info("--resume auto: no checkpoint in {}: starting from the beginning",
+                   config_.checkpoint_dir);
+      return {};
+    }
+  }
+  const CheckpointMeta saved = read_checkpoint_meta(path);
+  const std::string mismatch = checkpoint_mismatch(saved, identity_);
+  RT_CHECK(mismatch.empty() || config_.resume_force, "resume: refusing ", path, ": ", mismatch,
+           " (--resume-force to use it anyway)");
+  if (!mismatch.empty()) spdlog::warn("resume: {} although {}", path, mismatch);
+  load_checkpoint(path, backend, params, momentum);
+  scaler.restore(saved.loss_scale, saved.loss_scale_clean_steps);
+  // Another world size splits an epoch into other batches: continue after the same number of
+  // samples.
+  const int64_t batch_in_epoch = static_cast<int64_t>(std::llround(
+      double(saved.batch_in_epoch) * double(saved.global_batch) / double(identity_.global_batch)));
+  spdlog::info("resumed from {}: step {}, epoch {}, {} batches into it", path, saved.step,
+               saved.epoch + 1, batch_in_epoch);
+  last_written_ = path;
+  return {saved.step, saved.epoch, batch_in_epoch};
+}
+
+bool Checkpointer::after_step(const RunPosition& next, Backend& backend, const ParameterSet& params,
+                              const Tensor& momentum, const LossScaler& scaler) {
+  const bool on_clock =
+      config_.checkpoint_minutes > 0 &&
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_save_).count() >=
+          60 * config_.checkpoint_minutes;
+  // Any rank's signal stops every rank; rank 0's clock decides the timed checkpoints.
+  double votes[2] = {pending_signal != 0 ? 1.0 : 0.0, comm_.rank() == 0 && on_clock ? 1.0 : 0.0};
+  comm_.all_reduce_host(votes, 2, ReduceOp::sum);
+  const bool stop = votes[0] > 0;
+  const bool due =
+      (config_.checkpoint_every > 0 && next.step % config_.checkpoint_every == 0) || votes[1] > 0;
+  if (stop || due) save(next, backend, params, momentum, scaler);
+  if (stop) {
+    stop_signal_ = pending_signal != 0 ? pending_signal : SIGTERM;
+    spdlog::warn(
+        "{} received: stopped after step {} with checkpoint {}; continue with --resume auto",
+        pending_signal != 0 ? signal_name(pending_signal) : "a stop signal on another rank",
+        next.step, last_written_);
+  }
+  return stop;
+}
+
+void Checkpointer::at_end(const RunPosition& end, Backend& backend, const ParameterSet& params,
+                          const Tensor& momentum, const LossScaler& scaler) {
+  const bool scheduled = config_.checkpoint_every > 0 || config_.checkpoint_minutes > 0;
+  if (scheduled && last_written_ != checkpoint_path(config_.checkpoint_dir, end.step))
+    save(end, backend, params, momentum, scaler);
+}
+
+void Checkpointer::save(const RunPosition& at, Backend& backend, const ParameterSet& params,
+                        const Tensor& momentum, const LossScaler& scaler) {
+  CheckpointMeta meta = identity_;
+  meta.step = at.step;
+  meta.epoch = at.epoch;
+  meta.batch_in_epoch = at.batch_in_epoch;
+  meta.loss_scale = scaler.scale();
+  meta.loss_scale_clean_steps = scaler.clean_steps();
+  const std::string path = checkpoint_path(config_.checkpoint_dir, at.step);
+  if (comm_.rank() == 0) {
+    write_checkpoint(path, backend, params, momentum, meta);
+    prune_checkpoints(config_.checkpoint_dir, config_.keep_checkpoints);
+    spdlog::info("checkpoint {}", path);
+  }
+  comm_.barrier();  // no rank goes on (or exits) before the file is in place
+  last_written_ = path;
+  last_save_ = std::chrono::steady_clock::now();
+}
+
+}  // namespace ringtrain
