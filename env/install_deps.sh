@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every system package that ringtrain's build, tests and jobs/ need on
-# Debian 12 / Ubuntu 22.04+. Idempotent: does nothing when all are present.
+# Debian 12 / Ubuntu 22.04+ (Slurm for the `slurm` tests, which start their own daemons).
+# Idempotent: does nothing when all are present.
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,7 @@ packages=(
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev
   python3 python3-matplotlib
+  slurmctld slurmd slurm-client
 )
 
 missing=()

@@ -1,0 +1,45 @@
+# Sourced by the job scripts: settings from the environment, the run folder, the launch, and the
+# requeue on a checkpointed stop. Every setting has a default; override any when submitting:
+#   RINGTRAIN_BIN        the binary (build/ringtrain)
+#   RINGTRAIN_ARGS       extra `ringtrain train` flags ("")
+#   RINGTRAIN_RUN_DIR    logs, metrics and summary of this job (runs/NAME-JOBID)
+#   RINGTRAIN_CKPT_DIR   checkpoints, shared by the resubmissions of a job name
+#                        (runs/NAME/checkpoints); every run resumes from the newest one there
+#   RINGTRAIN_LAUNCHER   srun (default under Slurm) or mpirun
+#   RINGTRAIN_MPI        srun's --mpi plugin (pmix)
+#   RINGTRAIN_REQUEUE    1: requeue the job when training stopped on SIGTERM/SIGUSR1 (0)
+# Without a GPU on the node the job trains on the CPU backend (one thread per task).
+set -euo pipefail
+cd "${SLURM_SUBMIT_DIR:-$(dirname "${BASH_SOURCE[0]}")/..}"
+name=${SLURM_JOB_NAME:-ringtrain}
+bin=${RINGTRAIN_BIN:-build/ringtrain}
+run_dir=${RINGTRAIN_RUN_DIR:-runs/$name-${SLURM_JOB_ID:-$(date +%Y%m%d-%H%M%S)}}
+ckpt_dir=${RINGTRAIN_CKPT_DIR:-runs/$name/checkpoints}
+read -r -a user_args <<<"${RINGTRAIN_ARGS:-}"
+mkdir -p "$run_dir" "$ckpt_dir"
+train_args=(--checkpoint-dir "$ckpt_dir" --resume auto --metrics "$run_dir/metrics.jsonl"
+  --summary "$run_dir/summary.json")
+nvidia-smi -L >/dev/null 2>&1 || train_args+=(--device cpu --threads 1)
+echo "ringtrain job $name (${SLURM_JOB_ID:-no Slurm}): logs in $run_dir, checkpoints in $ckpt_dir"
+
+# finish STATUS: requeue after a checkpointed stop when asked, then exit with the status.
+finish() {
+  local status=$1
+  if [ "$status" -eq 75 ]; then
+    echo "training stopped on a signal after writing a checkpoint (exit 75)"
+    if [ "${RINGTRAIN_REQUEUE:-0}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ]; then
+      echo "requeueing job $SLURM_JOB_ID: it resumes from $ckpt_dir"
+      scontrol requeue "$SLURM_JOB_ID"
+    fi
+  fi
+  exit "$status"
+}
+
+# launch ARGS...: one rank per task, by srun (or mpirun) inside the allocation.
+launch() {
+  if [ "${RINGTRAIN_LAUNCHER:-srun}" = srun ] && [ -n "${SLURM_JOB_ID:-}" ]; then
+    srun --mpi="${RINGTRAIN_MPI:-pmix}" "$@"
+  else
+    mpirun -n "${SLURM_NTASKS:-${NP:-2}}" "$@"
+  fi
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The jobs/ scripts under a real Slurm (one node started here, slurm_cluster.sh), on the CPU
+# backend: ddp_1node.sbatch with 2 tasks and dp_1node.sbatch run to completion with their logs
+# in a per-job folder; then a DDP job is stopped mid-run with `scancel --signal=USR1`, leaves a
+# checkpoint and exit code 75, and a second submission of the same job name resumes from it.
+#   tests/slurm/slurm_jobs.sh build/ringtrain     (run from anywhere; submits from the repo root)
+set -u
+bin=$(realpath "$1")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+dir=$(mktemp -d)
+cluster=$dir/cluster
+trap 'bash "$root/tests/slurm/slurm_cluster.sh" stop "$cluster"; rm -rf "$dir"' EXIT
+if ! bash "$root/tests/slurm/slurm_cluster.sh" start "$cluster"; then
+  echo "FAIL: could not start a Slurm cluster"
+  exit 1
+fi
+export SLURM_CONF=$cluster/slurm.conf
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export RINGTRAIN_BIN=$bin
+cd "$root"
+failures=0
+fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 15 "$2"; failures=$((failures + 1)); }
+"$bin" data synth --out "$dir/small.h5" --train 512 --test 64 --height 16 --width 16 >/dev/null
+model="--data $dir/small.h5 --depth 18 --width 0.125 --batch-size 8 --no-eval --log-interval 0"
+
+job_field() { scontrol show job "$1" | grep -o "$2=[^ ]*" | head -1 | cut -d= -f2; }
+
+# submit NAME SBATCH_ARGS...: runs to its end (sbatch --wait); prints the job id.
+submit() {
+  local name=$1
+  shift
+  sbatch --parsable --wait --job-name="$name" --output="$dir/$name-%j.out" "$@" 2>/dev/null | tail -1
+}
+
+export RINGTRAIN_CKPT_DIR=$dir/ddp-ckpt RINGTRAIN_RUN_DIR=$dir/ddp-run RINGTRAIN_ARGS="$model --steps 6"
+id=$(submit rt-ddp -n 2 jobs/ddp_1node.sbatch)
+if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "summary: 6 steps" "$dir/ddp-run/train.log" &&
+  grep -q "(8 per rank x 2 ranks" "$dir/ddp-run/train.log"; then
+  echo "ok   ddp_1node.sbatch: job $id COMPLETED, 2 ranks, log in its folder"
+else
+  fail "ddp_1node.sbatch: job $id $(job_field "$id" JobState)" "$dir/ddp-run/train.log"
+fi
+
+export RINGTRAIN_CKPT_DIR=$dir/dp-ckpt RINGTRAIN_RUN_DIR=$dir/dp-run RINGTRAIN_DEVICES=2
+id=$(submit rt-dp jobs/dp_1node.sbatch)
+if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "DataParallel over 2 CPU devices" "$dir/dp-run/train.log"; then
+  echo "ok   dp_1node.sbatch: job $id COMPLETED, DataParallel over 2 CPU devices"
+else
+  fail "dp_1node.sbatch: job $id $(job_field "$id" JobState)" "$dir/dp-run/train.log"
+fi
+
+# Stopped by the signal Slurm sends before a time limit, then resubmitted: it resumes.
+export RINGTRAIN_CKPT_DIR=$dir/long-ckpt RINGTRAIN_RUN_DIR=$dir/long-run
+export RINGTRAIN_ARGS="$model --steps 40 --debug-loader-delay-ms 60"
+id=$(sbatch --parsable --job-name=rt-long --output="$dir/long-%j.out" -n 2 jobs/ddp_1node.sbatch)
+for _ in $(seq 600); do grep -q "step 5/40" "$dir/long-run/train.log" 2>/dev/null && break; sleep 0.1; done
+scancel --signal=USR1 "$id"
+for _ in $(seq 600); do
+  case $(job_field "$id" JobState) in COMPLETED | FAILED | CANCELLED) break ;; esac
+  sleep 0.1
+done
+checkpoint=$(ls "$dir/long-ckpt" 2>/dev/null | head -1)
+if [ "$(job_field "$id" ExitCode)" = "75:0" ] && [ -n "$checkpoint" ]; then
+  echo "ok   scancel --signal=USR1: job $id exit code 75, left $checkpoint"
+else
+  fail "signalled job $id: exit $(job_field "$id" ExitCode), checkpoint '${checkpoint}'" "$dir/long-run/train.log"
+fi
+export RINGTRAIN_RUN_DIR=$dir/long-run-2
+id=$(submit rt-long -n 2 jobs/ddp_1node.sbatch)
+if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "resumed from .*$checkpoint" "$dir/long-run-2/train.log" &&
+  grep -q "summary: 40 steps" "$dir/long-run-2/train.log"; then
+  echo "ok   resubmission: job $id resumed from $checkpoint and finished"
+else
+  fail "resubmission: job $id $(job_field "$id" JobState)" "$dir/long-run-2/train.log"
+fi
+echo "slurm_jobs: $failures failed"
+[ "$failures" -eq 0 ]
