@@ -36,13 +36,15 @@ void check_pool(const char* op, const PoolGeometry& g, const Tensor& x, const Te
   check_shape(op, "output", y, {g.n, g.c, g.p(), g.q()});
 }
 
-int64_t check_norm_input(const char* op, const Tensor& x) {
+int64_t check_norm(const char* op, const Tensor& x, std::initializer_list<const Tensor*> like_x,
+                   std::initializer_list<NormSums> sums,
+                   std::initializer_list<const Tensor*> vectors) {
   RT_CHECK(x.rank() == 4, op, ": expected a 4-D [N,C,H,W] tensor, got ", x.describe());
-  return x.dim(1);
-}
-
-void check_channels(const char* op, std::initializer_list<const Tensor*> vectors, int64_t c) {
+  const int64_t c = x.dim(1);
+  for (const Tensor* t : like_x) check_same_shape(op, x, *t);
+  for (const NormSums& s : sums) check_shape(op, s.what, *s.sums, {2 * c + (s.with_count ? 1 : 0)});
   for (const Tensor* t : vectors) check_shape(op, "per-channel vector", *t, {c});
+  return c;
 }
 
 LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w) {

@@ -19,9 +19,17 @@ const char* conv_pass_name(ConvPass pass);
 // Max pooling's input and output (or their gradients).
 void check_pool(const char* op, const PoolGeometry& g, const Tensor& x, const Tensor& y);
 
-// Batch norm's activation [N,C,H,W]: returns C.
-int64_t check_norm_input(const char* op, const Tensor& x);
-void check_channels(const char* op, std::initializer_list<const Tensor*> vectors, int64_t c);
+// Batch norm's operands: the activation x [N,C,H,W], tensors `like_x` of its shape and dtype,
+// f64 per-channel sums of 2C values (+1 for the count when `with_count`), and per-channel
+// vectors of C. Returns C.
+struct NormSums {
+  const char* what;
+  const Tensor* sums;
+  bool with_count;
+};
+int64_t check_norm(const char* op, const Tensor& x, std::initializer_list<const Tensor*> like_x,
+                   std::initializer_list<NormSums> sums,
+                   std::initializer_list<const Tensor*> vectors);
 
 // The classifier y[N,M] = x[N,K] w[M,K]^T + b: its dimensions from 2-D x and w.
 struct LinearDims {

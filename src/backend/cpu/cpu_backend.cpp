@@ -33,8 +33,7 @@ void check_4d(const char* op, const Tensor& t) {
   RT_CHECK(t.rank() == 4, op, ": expected a 4-D [N,C,H,W] tensor, got ", t.describe());
 }
 
-cpu::NormShape norm_shape(const char* op, const Tensor& x) {
-  check_4d(op, x);
+cpu::NormShape norm_shape(const Tensor& x) {
   return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)};
 }
 
@@ -134,8 +133,8 @@ void CpuBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, co
 }
 
 void CpuBackend::batch_norm_sums(const Tensor& x, Tensor& sums) {
-  const auto s = norm_shape("batch_norm_sums", x);
-  check_shape("batch_norm_sums", "f64 sums", sums, {2 * s.c + 1});
+  check_norm("batch_norm_sums", x, {}, {{"f64 sums", &sums, true}}, {});
+  const auto s = norm_shape(x);
   dispatch_float("batch_norm_sums", x, [&](auto tag) {
     using T = decltype(tag);
     cpu::batch_norm_sums<T>(pool_, s, x.data<T>(), sums.data<double>());
@@ -148,10 +147,9 @@ void CpuBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& gam
                                               Tensor& save_mean, Tensor& save_invstd,
                                               Tensor& running_mean, Tensor& running_var) {
   const char* op = "batch_norm_forward_from_sums";
-  const auto s = norm_shape(op, x);
-  check_same_shape(op, x, y);
-  check_shape(op, "f64 sums", sums, {2 * s.c + 1});
-  check_channels(op, {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var}, s.c);
+  check_norm(op, x, {&y}, {{"f64 sums", &sums, true}},
+             {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var});
+  const auto s = norm_shape(x);
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
     cpu::batch_norm_forward_from_sums<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
@@ -164,9 +162,8 @@ void CpuBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& gam
 void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                          const Tensor& running_mean, const Tensor& running_var,
                                          float eps, bool relu, Tensor& y) {
-  const auto s = norm_shape("batch_norm_forward_eval", x);
-  check_same_shape("batch_norm_forward_eval", x, y);
-  check_channels("batch_norm_forward_eval", {&gamma, &beta, &running_mean, &running_var}, s.c);
+  check_norm("batch_norm_forward_eval", x, {&y}, {}, {&gamma, &beta, &running_mean, &running_var});
+  const auto s = norm_shape(x);
   dispatch_float("batch_norm_forward_eval", x, [&](auto tag) {
     using T = decltype(tag);
     cpu::batch_norm_forward_eval<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
@@ -179,10 +176,8 @@ void CpuBackend::batch_norm_backward_sums(const Tensor& x, const Tensor& dy, con
                                           const Tensor& beta, const Tensor& save_mean,
                                           const Tensor& save_invstd, bool relu, Tensor& sums) {
   const char* op = "batch_norm_backward_sums";
-  const auto s = norm_shape(op, x);
-  check_same_shape(op, x, dy);
-  check_shape(op, "f64 sums", sums, {2 * s.c});
-  check_channels(op, {&gamma, &beta, &save_mean, &save_invstd}, s.c);
+  check_norm(op, x, {&dy}, {{"f64 sums", &sums, false}}, {&gamma, &beta, &save_mean, &save_invstd});
+  const auto s = norm_shape(x);
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
     cpu::batch_norm_backward_sums<T>(pool_, s, x.data<T>(), dy.data<T>(), gamma.data<T>(),
@@ -198,12 +193,10 @@ void CpuBackend::batch_norm_backward_from_sums(const Tensor& x, const Tensor& dy
                                                const Tensor& global_sums, double count, Tensor& dx,
                                                Tensor& dgamma, Tensor& dbeta) {
   const char* op = "batch_norm_backward_from_sums";
-  const auto s = norm_shape(op, x);
-  check_same_shape(op, x, dy);
-  check_same_shape(op, x, dx);
-  check_shape(op, "f64 local sums", local_sums, {2 * s.c});
-  check_shape(op, "f64 global sums", global_sums, {2 * s.c});
-  check_channels(op, {&gamma, &beta, &save_mean, &save_invstd, &dgamma, &dbeta}, s.c);
+  check_norm(op, x, {&dy, &dx},
+             {{"f64 local sums", &local_sums, false}, {"f64 global sums", &global_sums, false}},
+             {&gamma, &beta, &save_mean, &save_invstd, &dgamma, &dbeta});
+  const auto s = norm_shape(x);
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
     cpu::batch_norm_backward_from_sums<T>(

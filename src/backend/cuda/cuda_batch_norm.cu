@@ -133,22 +133,6 @@ __global__ void input_grad_kernel(GradientSums<T> grad, const double* global, do
   }
 }
 
-struct NormDims {
-  int64_t rows;
-  int channels;
-};
-
-NormDims norm_dims(const char* op, const Tensor& x) {
-  const int64_t c = check_norm_input(op, x);
-  return {x.numel() / c, static_cast<int>(c)};
-}
-
-// Per-channel vectors are f32 whatever the compute dtype.
-void check_channel_vectors(const char* op, std::initializer_list<const Tensor*> vectors, int c) {
-  check_channels(op, vectors, c);
-  check_dtype(op, vectors, DType::f32);
-}
-
 const float* f32(const Tensor& t) {
   return static_cast<const float*>(t.raw());
 }
@@ -159,11 +143,39 @@ double* f64(const Tensor& t) {
   return static_cast<double*>(t.raw());
 }
 
+struct NormDims {
+  int64_t rows;
+  int channels;
+};
+
+// check_norm, with per-channel vectors in f32 whatever the compute dtype.
+NormDims check_operands(const char* op, const Tensor& x,
+                        std::initializer_list<const Tensor*> like_x,
+                        std::initializer_list<NormSums> sums,
+                        std::initializer_list<const Tensor*> vectors) {
+  const int64_t c = check_norm(op, x, like_x, sums, vectors);
+  check_dtype(op, vectors, DType::f32);
+  return {x.numel() / c, static_cast<int>(c)};
+}
+
+// The gradient sums' functor for one backward pass.
+template <class T>
+GradientSums<T> gradient_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                              const Tensor& beta, const Tensor& mean, const Tensor& invstd,
+                              bool relu) {
+  return {static_cast<const T*>(x.raw()),
+          static_cast<const T*>(dy.raw()),
+          f32(gamma),
+          f32(beta),
+          f32(mean),
+          f32(invstd),
+          relu};
+}
+
 }  // namespace
 
 void CudaBackend::batch_norm_sums(const Tensor& x, Tensor& sums) {
-  const NormDims d = norm_dims("batch_norm_sums", x);
-  check_shape("batch_norm_sums", "f64 sums", sums, {2 * d.channels + 1});
+  const NormDims d = check_operands("batch_norm_sums", x, {}, {{"f64 sums", &sums, true}}, {});
   dispatch_float("batch_norm_sums", x, [&](auto tag) {
     using T = decltype(tag);
     launch_channel_sums(SumAndSquare<T>{static_cast<const T*>(x.raw())}, d.rows, d.channels,
@@ -179,11 +191,9 @@ void CudaBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& ga
                                                Tensor& save_mean, Tensor& save_invstd,
                                                Tensor& running_mean, Tensor& running_var) {
   const char* op = "batch_norm_forward_from_sums";
-  const NormDims d = norm_dims(op, x);
-  check_same_shape(op, x, y);
-  check_shape(op, "f64 sums", sums, {2 * d.channels + 1});
-  check_channel_vectors(op, {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var},
-                        d.channels);
+  const NormDims d =
+      check_operands(op, x, {&y}, {{"f64 sums", &sums, true}},
+                     {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var});
   Tensor affine = scratch({2 * d.channels}, DType::f32);
   float* scale = f32(affine);
   train_stats_kernel<<<blocks_for(d.channels), kThreads, 0, compute_>>>(
@@ -197,9 +207,7 @@ void CudaBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, 
                                           const Tensor& running_mean, const Tensor& running_var,
                                           float eps, bool relu, Tensor& y) {
   const char* op = "batch_norm_forward_eval";
-  const NormDims d = norm_dims(op, x);
-  check_same_shape(op, x, y);
-  check_channel_vectors(op, {&gamma, &beta, &running_mean, &running_var}, d.channels);
+  const NormDims d = check_operands(op, x, {&y}, {}, {&gamma, &beta, &running_mean, &running_var});
   Tensor affine = scratch({2 * d.channels}, DType::f32);
   float* scale = f32(affine);
   eval_stats_kernel<<<blocks_for(d.channels), kThreads, 0, compute_>>>(
@@ -225,19 +233,11 @@ void CudaBackend::batch_norm_backward_sums(const Tensor& x, const Tensor& dy, co
                                            const Tensor& beta, const Tensor& save_mean,
                                            const Tensor& save_invstd, bool relu, Tensor& sums) {
   const char* op = "batch_norm_backward_sums";
-  const NormDims d = norm_dims(op, x);
-  check_same_shape(op, x, dy);
-  check_shape(op, "f64 sums", sums, {2 * d.channels});
-  check_channel_vectors(op, {&gamma, &beta, &save_mean, &save_invstd}, d.channels);
+  const NormDims d = check_operands(op, x, {&dy}, {{"f64 sums", &sums, false}},
+                                    {&gamma, &beta, &save_mean, &save_invstd});
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
-    const GradientSums<T> grad{static_cast<const T*>(x.raw()),
-                               static_cast<const T*>(dy.raw()),
-                               f32(gamma),
-                               f32(beta),
-                               f32(save_mean),
-                               f32(save_invstd),
-                               relu};
+    const GradientSums<T> grad = gradient_sums<T>(x, dy, gamma, beta, save_mean, save_invstd, relu);
     launch_channel_sums(grad, d.rows, d.channels, f64(sums), compute_);
   });
 }
@@ -249,12 +249,10 @@ void CudaBackend::batch_norm_backward_from_sums(const Tensor& x, const Tensor& d
                                                 const Tensor& global_sums, double count, Tensor& dx,
                                                 Tensor& dgamma, Tensor& dbeta) {
   const char* op = "batch_norm_backward_from_sums";
-  const NormDims d = norm_dims(op, x);
-  check_same_shape(op, x, dy);
-  check_same_shape(op, x, dx);
-  check_shape(op, "f64 local sums", local_sums, {2 * d.channels});
-  check_shape(op, "f64 global sums", global_sums, {2 * d.channels});
-  check_channel_vectors(op, {&gamma, &beta, &save_mean, &save_invstd}, d.channels);
+  const NormDims d = check_operands(
+      op, x, {&dy, &dx},
+      {{"f64 local sums", &local_sums, false}, {"f64 global sums", &global_sums, false}},
+      {&gamma, &beta, &save_mean, &save_invstd});
   check_same_shape(op, dgamma, dbeta);
   check_shape(op, "dgamma", dgamma, {d.channels});
   dispatch_float(op, dgamma, [&](auto tag) {
@@ -265,13 +263,7 @@ void CudaBackend::batch_norm_backward_from_sums(const Tensor& x, const Tensor& d
   });
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
-    const GradientSums<T> grad{static_cast<const T*>(x.raw()),
-                               static_cast<const T*>(dy.raw()),
-                               f32(gamma),
-                               f32(beta),
-                               f32(save_mean),
-                               f32(save_invstd),
-                               relu};
+    const GradientSums<T> grad = gradient_sums<T>(x, dy, gamma, beta, save_mean, save_invstd, relu);
     input_grad_kernel<<<blocks_for(x.numel()), kThreads, 0, compute_>>>(
         grad, f64(global_sums), count, x.numel(), d.channels, static_cast<T*>(dx.raw()));
     RT_CUDA_CHECK_LAUNCH("input_grad_kernel");
