@@ -88,11 +88,14 @@ void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
 void RunReport::epoch_done(const EpochMetrics& m) {
   if (!root_) return;
   if (terminal_) std::printf("\n");
+  const std::string test =
+      std::isnan(m.test_loss)
+          ? std::string("not evaluated")
+          : fmt::format("loss {:.4f} acc {:.2f}%", m.test_loss, 100 * m.test_accuracy);
   spdlog::info(
-      "epoch {} done: train loss {:.4f} acc {:.2f}%, test loss {:.4f} acc {:.2f}%, {:.1f} "
-      "img/s, bottleneck: {}",
-      m.epoch, m.train_loss, 100 * m.train_accuracy, m.test_loss, 100 * m.test_accuracy,
-      m.images_per_s, main_bottleneck(m.phase_shares));
+      "epoch {} done: train loss {:.4f} acc {:.2f}%, test {}, {:.1f} img/s, bottleneck: {}",
+      m.epoch, m.train_loss, 100 * m.train_accuracy, test, m.images_per_s,
+      main_bottleneck(m.phase_shares));
   if (!metrics_.is_open()) return;
   const nlohmann::json j = {{"epoch", m.epoch},
                             {"step", m.step},
