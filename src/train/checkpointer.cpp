@@ -83,10 +83,11 @@ bool Checkpointer::after_step(const RunPosition& next, Backend& backend, const P
   if (stop || due) save(next, backend, params, momentum, scaler);
   if (stop) {
     stop_signal_ = pending_signal != 0 ? pending_signal : SIGTERM;
-    spdlog::warn(
-        "{} received: stopped after step {} with checkpoint {}; continue with --resume auto",
-        pending_signal != 0 ? signal_name(pending_signal) : "a stop signal on another rank",
-        next.step, last_written_);
+    if (comm_.rank() == 0)
+      spdlog::warn(
+          "{} received: stopped after step {} with checkpoint {}; continue with --resume auto",
+          pending_signal != 0 ? signal_name(pending_signal) : "a stop signal on another rank",
+          next.step, last_written_);
   }
   return stop;
 }

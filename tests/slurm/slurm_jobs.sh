@@ -2,7 +2,8 @@
 # The jobs/ scripts under a real Slurm (one node started here, slurm_cluster.sh), on the CPU
 # backend: ddp_1node.sbatch with 2 tasks and dp_1node.sbatch run to completion with their logs
 # in a per-job folder; then a DDP job is stopped mid-run with `scancel --signal=USR1`, leaves a
-# checkpoint and exit code 75, and a second submission of the same job name resumes from it.
+# checkpoint and exit code 75, and a second submission of the same job name resumes from it;
+# and with RINGTRAIN_REQUEUE=1 a stopped job requeues itself and resumes.
 #   tests/slurm/slurm_jobs.sh build/ringtrain     (run from anywhere; submits from the repo root)
 set -u
 bin=$(realpath "$1")
@@ -73,5 +74,25 @@ if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "resumed from .*$che
 else
   fail "resubmission: job $id $(job_field "$id" JobState)" "$dir/long-run-2/train.log"
 fi
+# RINGTRAIN_REQUEUE=1: the stopped job requeues itself. Slurm holds a requeued job back for a
+# while (Reason=BeginTime); the test releases it at once, then it resumes and finishes.
+export RINGTRAIN_CKPT_DIR=$dir/requeue-ckpt RINGTRAIN_RUN_DIR=$dir/requeue-run RINGTRAIN_REQUEUE=1
+id=$(sbatch --parsable --job-name=rt-requeue --open-mode=append --output="$dir/requeue-%j.out" \
+  -n 2 jobs/ddp_1node.sbatch)
+for _ in $(seq 600); do grep -q "step 5/40" "$dir/requeue-run/train.log" 2>/dev/null && break; sleep 0.1; done
+scancel --signal=USR1 "$id"
+for _ in $(seq 600); do [ "$(job_field "$id" Restarts)" = 1 ] && break; sleep 0.1; done
+scontrol update JobId="$id" StartTime=now
+for _ in $(seq 900); do
+  case $(job_field "$id" JobState) in COMPLETED | FAILED | CANCELLED) break ;; esac
+  sleep 0.1
+done
+if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "requeueing job $id" "$dir/requeue-$id.out" &&
+  grep -q "resumed from" "$dir/requeue-run/train.log" && grep -q "summary: 40 steps" "$dir/requeue-run/train.log"; then
+  echo "ok   RINGTRAIN_REQUEUE=1: job $id requeued itself after the signal, resumed and finished"
+else
+  fail "requeue: job $id $(job_field "$id" JobState), restarts $(job_field "$id" Restarts)" "$dir/requeue-$id.out"
+fi
+unset RINGTRAIN_REQUEUE
 echo "slurm_jobs: $failures failed"
 [ "$failures" -eq 0 ]
