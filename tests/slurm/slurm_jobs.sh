@@ -26,6 +26,20 @@ model="--data $dir/small.h5 --depth 18 --width 0.125 --batch-size 8 --no-eval --
 
 job_field() { scontrol show job "$1" | grep -o "$2=[^ ]*" | head -1 | cut -d= -f2; }
 
+# signal_at_step5 JOB LOG: waits for the job's fifth step, then sends it Slurm's warning signal.
+signal_at_step5() {
+  for _ in $(seq 600); do grep -q "step 5/40" "$2" 2>/dev/null && break; sleep 0.1; done
+  scancel --signal=USR1 "$1"
+}
+
+# wait_done JOB: until the job has ended.
+wait_done() {
+  for _ in $(seq 900); do
+    case $(job_field "$1" JobState) in COMPLETED | FAILED | CANCELLED) return ;; esac
+    sleep 0.1
+  done
+}
+
 # submit NAME SBATCH_ARGS...: runs to its end (sbatch --wait); prints the job id.
 submit() {
   local name=$1
@@ -54,12 +68,8 @@ fi
 export RINGTRAIN_CKPT_DIR=$dir/long-ckpt RINGTRAIN_RUN_DIR=$dir/long-run
 export RINGTRAIN_ARGS="$model --steps 40 --debug-loader-delay-ms 60"
 id=$(sbatch --parsable --job-name=rt-long --output="$dir/long-%j.out" -n 2 jobs/ddp_1node.sbatch)
-for _ in $(seq 600); do grep -q "step 5/40" "$dir/long-run/train.log" 2>/dev/null && break; sleep 0.1; done
-scancel --signal=USR1 "$id"
-for _ in $(seq 600); do
-  case $(job_field "$id" JobState) in COMPLETED | FAILED | CANCELLED) break ;; esac
-  sleep 0.1
-done
+signal_at_step5 "$id" "$dir/long-run/train.log"
+wait_done "$id"
 checkpoint=$(ls "$dir/long-ckpt" 2>/dev/null | head -1)
 if [ "$(job_field "$id" ExitCode)" = "75:0" ] && [ -n "$checkpoint" ]; then
   echo "ok   scancel --signal=USR1: job $id exit code 75, left $checkpoint"
@@ -79,14 +89,10 @@ fi
 export RINGTRAIN_CKPT_DIR=$dir/requeue-ckpt RINGTRAIN_RUN_DIR=$dir/requeue-run RINGTRAIN_REQUEUE=1
 id=$(sbatch --parsable --job-name=rt-requeue --open-mode=append --output="$dir/requeue-%j.out" \
   -n 2 jobs/ddp_1node.sbatch)
-for _ in $(seq 600); do grep -q "step 5/40" "$dir/requeue-run/train.log" 2>/dev/null && break; sleep 0.1; done
-scancel --signal=USR1 "$id"
+signal_at_step5 "$id" "$dir/requeue-run/train.log"
 for _ in $(seq 600); do [ "$(job_field "$id" Restarts)" = 1 ] && break; sleep 0.1; done
 scontrol update JobId="$id" StartTime=now
-for _ in $(seq 900); do
-  case $(job_field "$id" JobState) in COMPLETED | FAILED | CANCELLED) break ;; esac
-  sleep 0.1
-done
+wait_done "$id"
 if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "requeueing job $id" "$dir/requeue-$id.out" &&
   grep -q "resumed from" "$dir/requeue-run/train.log" && grep -q "summary: 40 steps" "$dir/requeue-run/train.log"; then
   echo "ok   RINGTRAIN_REQUEUE=1: job $id requeued itself after the signal, resumed and finished"

@@ -26,8 +26,8 @@ struct CheckpointMeta {
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
                       const Tensor& momentum, const CheckpointMeta& meta);
 
-// The meta of a checkpoint, after checking that every tensor is there: throws an Error naming
-// the file when it is torn, truncated or not a checkpoint.
+// The meta of a checkpoint: throws an Error naming the file when it cannot be opened (torn,
+// truncated, not HDF5) or lacks the meta. load_checkpoint checks every tensor's size.
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 
 // The parameters (also refreshing their compute copy), momentum and buffers of a checkpoint.
