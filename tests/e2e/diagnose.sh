@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ringtrain diagnose` names the bottleneck that was built in: a loader slowed by the test-only
 # --debug-loader-delay-ms is data-bound, an all-reduce slowed by --debug-comm-delay-ms under
-# mpirun -np 2 is communication-bound; and `train --workers auto` picks a worker count.
+# mpirun -np 2 is communication-bound; and `train --workers auto` picks a worker count. The
+# delays (2.5 s per batch, 1 s per all-reduce) dwarf the compute even of the sanitizer build.
 #   tests/e2e/diagnose.sh MPIEXEC build/ringtrain
 set -u
 mpiexec=$1
@@ -25,9 +26,9 @@ expect_verdict() {
 }
 
 expect_verdict slow_loader data-bound "$bin" diagnose "${model[@]}" --workers 1 \
-  --debug-loader-delay-ms 400
+  --debug-loader-delay-ms 2500
 expect_verdict slow_allreduce communication-bound "$mpiexec" -n 2 --oversubscribe "$bin" \
-  diagnose "${model[@]}" --debug-comm-delay-ms 300
+  diagnose "${model[@]}" --debug-comm-delay-ms 1000
 
 if timeout 180 "$bin" train "${model[@]}" --workers auto --steps 2 --no-eval >"$dir/log" 2>&1 &&
   grep -q -- "--workers auto: [0-9]* loader thread" "$dir/log"; then

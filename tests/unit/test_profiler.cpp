@@ -21,13 +21,13 @@ void busy(double ms) {
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
 }
 
-// One step of data (2 ms), forward (4 ms) and other (nothing); returns the step's wall time.
+// One step of data (20 ms), forward (40 ms) and other (nothing); returns the step's wall time.
 double profiled_step(StepProfiler& prof) {
   const auto t0 = Clock::now();
   prof.start(Phase::data);
-  busy(2);
+  busy(20);
   prof.start(Phase::forward);
-  busy(4);
+  busy(40);
   prof.start(Phase::other);
   prof.end_step();
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -40,14 +40,16 @@ TEST(StepProfiler, PhasesAddUpToTheMeasuredStep) {
   for (int i = 0; i < 3; ++i) {
     const double w = profiled_step(prof);
     wall += w;
-    EXPECT_NEAR(prof.last_step_seconds(), w, 1e-3);
-    EXPECT_GE(prof.last_step()[static_cast<int>(Phase::data)], 2e-3);
-    EXPECT_GE(prof.last_step()[static_cast<int>(Phase::forward)], 4e-3);
+    // Only the instants before the first mark and after the last one are outside the phases;
+    // the margin is for a loaded machine descheduling the thread there.
+    EXPECT_NEAR(prof.last_step_seconds(), w, 5e-3);
+    EXPECT_GE(prof.last_step()[static_cast<int>(Phase::data)], 20e-3);
+    EXPECT_GE(prof.last_step()[static_cast<int>(Phase::forward)], 40e-3);
     EXPECT_EQ(prof.last_step()[static_cast<int>(Phase::backward)], 0.0);
   }
   double total = 0;
   for (double t : prof.totals()) total += t;
-  EXPECT_NEAR(total, wall, 3e-3);
+  EXPECT_NEAR(total, wall, 15e-3);
   EXPECT_EQ(prof.steps(), 3);
 }
 
