@@ -34,7 +34,7 @@ signal_at_step5() {
 
 # wait_done JOB: until the job has ended.
 wait_done() {
-  for _ in $(seq 900); do
+  for _ in $(seq 1800); do
     case $(job_field "$1" JobState) in COMPLETED | FAILED | CANCELLED) return ;; esac
     sleep 0.1
   done
@@ -85,14 +85,21 @@ else
   fail "resubmission: job $id $(job_field "$id" JobState)" "$dir/long-run-2/train.log"
 fi
 # RINGTRAIN_REQUEUE=1: the stopped job requeues itself. Slurm holds a requeued job back for a
-# while (Reason=BeginTime); the test releases it at once, then it resumes and finishes.
+# while (Reason=BeginTime); the test releases it, then it resumes and finishes.
 export RINGTRAIN_CKPT_DIR=$dir/requeue-ckpt RINGTRAIN_RUN_DIR=$dir/requeue-run RINGTRAIN_REQUEUE=1
 id=$(sbatch --parsable --job-name=rt-requeue --open-mode=append --output="$dir/requeue-%j.out" \
   -n 2 jobs/ddp_1node.sbatch)
 signal_at_step5 "$id" "$dir/requeue-run/train.log"
-for _ in $(seq 600); do [ "$(job_field "$id" Restarts)" = 1 ] && break; sleep 0.1; done
-scontrol update JobId="$id" StartTime=now
-wait_done "$id"
+# Release the hold once the requeued job is back to PENDING (an earlier update can be undone
+# while Slurm is still requeueing it, so it is repeated while the job waits).
+for _ in $(seq 1200); do
+  state=$(job_field "$id" JobState)
+  case $state in COMPLETED | FAILED | CANCELLED) break ;; esac
+  if [ "$state" = PENDING ] && [ "$(job_field "$id" Restarts)" = 1 ]; then
+    scontrol update JobId="$id" StartTime=now 2>/dev/null
+  fi
+  sleep 0.2
+done
 if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "requeueing job $id" "$dir/requeue-$id.out" &&
   grep -q "resumed from" "$dir/requeue-run/train.log" && grep -q "summary: 40 steps" "$dir/requeue-run/train.log"; then
   echo "ok   RINGTRAIN_REQUEUE=1: job $id requeued itself after the signal, resumed and finished"
