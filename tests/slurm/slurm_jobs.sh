@@ -91,10 +91,11 @@ id=$(sbatch --parsable --job-name=rt-requeue --open-mode=append --output="$dir/r
   -n 2 jobs/ddp_1node.sbatch)
 signal_at_step5 "$id" "$dir/requeue-run/train.log"
 # Release the hold once the requeued job is back to PENDING (an earlier update can be undone
-# while Slurm is still requeueing it, so it is repeated while the job waits).
+# while Slurm is still requeueing it, so it is repeated while the job waits). The first run
+# ends FAILED (exit 75) for a moment before the requeue: only the second run's end counts.
 for _ in $(seq 1200); do
   state=$(job_field "$id" JobState)
-  case $state in COMPLETED | FAILED | CANCELLED) break ;; esac
+  [ "$state" = COMPLETED ] && break
   if [ "$state" = PENDING ] && [ "$(job_field "$id" Restarts)" = 1 ]; then
     scontrol update JobId="$id" StartTime=now 2>/dev/null
   fi
