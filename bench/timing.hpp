@@ -4,13 +4,12 @@
 #include <chrono>
 #include <vector>
 
+#include "ringtrain/core/clock.hpp"
+
 namespace ringtrain::bench {
 
-using Clock = std::chrono::steady_clock;
-
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using ringtrain::Clock;
+using ringtrain::seconds_since;
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

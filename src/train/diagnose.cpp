@@ -7,6 +7,7 @@
 #include <cmath>
 #include <thread>
 
+#include "ringtrain/core/clock.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
@@ -18,12 +19,6 @@
 
 namespace ringtrain {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 constexpr int kLoaderBatches = 24, kComputeSteps = 4, kAllReduces = 3, kFullSteps = 10;
 constexpr double kLoaderSeconds = 3;  // the loader probe stops early past this

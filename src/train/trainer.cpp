@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "ringtrain/backend/devices.hpp"
+#include "ringtrain/core/clock.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
@@ -28,12 +29,6 @@
 
 namespace ringtrain {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // Sums over this rank's share of the test split; reduced over the ranks by the caller.
 struct EvalSums {
@@ -205,6 +200,8 @@ TrainResult train(const TrainConfig& requested) {
   const LrSchedule schedule = make_schedule(config, total_steps);
   const int64_t global_batch = int64_t{config.batch_size} * world.size() * config.accum_steps;
 
+  const std::string device = dp ? str_cat("DataParallel over ", config.devices, " CPU devices")
+                                : describe_backend(backend);
   TrainResult result;
   result.parameters = model.parameter_count();
   result.macs_per_image = model.macs_per_image(data.train.height, data.train.width);
@@ -215,8 +212,7 @@ TrainResult train(const TrainConfig& requested) {
       "{} ranks x {} micro-batches) on {}",
       data.train.count, data.test.count, data.train.height, data.train.width, data.train.channels,
       mc.classes, total_steps, global_batch, config.batch_size, world.size(), config.accum_steps,
-      dp ? str_cat("DataParallel over ", config.devices, " CPU devices")
-         : describe_backend(backend));
+      device);
   const LoaderConfig test_config = loader_config(config, false);
   const ImageWriter test_writer(data.test, train_source.norm, test_config.pad,
                                 backend.compute_dtype(), backend.layout());
@@ -331,8 +327,7 @@ TrainResult train(const TrainConfig& requested) {
   result.achieved_gflops = achieved_tflops(result) * 1e3;
   result.phase_totals = prof.totals();
   comm.all_reduce_host(result.phase_totals.data(), kPhases, ReduceOp::average);
-  result.device = dp ? str_cat("DataParallel over ", config.devices, " CPU devices")
-                     : describe_backend(backend);
+  result.device = device;
   result.ranks = world.size();
   result.peak_tflops = config.peak_tflops > 0 ? config.peak_tflops : peak_tflops(backend.name());
   report.run_done(result);
