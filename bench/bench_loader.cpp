@@ -1,6 +1,8 @@
 // Loader throughput: images/s of full augmentation (crop with padding 4, flip, normalise) into
-// f32 NCHW batches of 256, for several worker counts, against a plain memcpy of the same output
-// bytes; plus the time to read the whole HDF5 file into memory. Median of the timed epochs.
+// batches of 256 in f32 NCHW (the CPU backend) and bf16 NHWC (CUDA), and of the gathering of
+// raw uint8 images and their crops that --augment-on device leaves to the loader, for several
+// worker counts, against a plain memcpy of the f32 output bytes; plus the time to read the
+// whole HDF5 file into memory. Median of the timed epochs.
 //   build/bench/bench_loader --images 20000 --workers 0,1,2
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -20,6 +22,31 @@ using namespace ringtrain;
 using bench::Clock;
 using bench::median;
 using bench::seconds_since;
+
+namespace {
+
+// Median images/s over `epochs` timed epochs (an untimed first one starts the threads).
+double loader_rate(const Split& split, const ImageWriter& writer, int batch, int workers,
+                   int epochs, Backend& backend) {
+  LoaderConfig c;
+  c.batch_size = batch;
+  c.workers = workers;
+  c.persistent_workers = true;
+  Loader loader(split, writer, DistributedSampler(split.count, 1, 0, true, ShardTail::drop, 0), c,
+                backend);
+  std::vector<double> t;
+  int64_t n = 0;
+  for (int e = 0; e <= epochs; ++e) {
+    const auto t0 = Clock::now();
+    loader.start_epoch(e);
+    n = 0;
+    while (const HostBatch* b = loader.next()) n += b->images.dim(0);
+    if (e > 0) t.push_back(seconds_since(t0));
+  }
+  return n / median(t);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int64_t images = 20000;
@@ -69,23 +96,18 @@ int main(int argc, char** argv) {
     std::printf("memcpy of the output bytes:           %10.0f img/s\n",
                 (images / batch) * batch / median(t));
   }
-  for (int workers : worker_counts) {
-    LoaderConfig c;
-    c.batch_size = batch;
-    c.workers = workers;
-    c.persistent_workers = true;
-    Loader loader(data.train, writer,
-                  DistributedSampler(data.train.count, 1, 0, true, ShardTail::drop, 0), c, backend);
-    std::vector<double> t;
-    int64_t n = 0;
-    for (int e = 0; e <= epochs; ++e) {
-      const auto t0 = Clock::now();
-      loader.start_epoch(e);
-      n = 0;
-      while (const HostBatch* b = loader.next()) n += b->images.dim(0);
-      if (e > 0) t.push_back(seconds_since(t0));  // epoch 0 starts the threads
-    }
-    std::printf("loader, %d worker(s), augment, f32 NCHW: %10.0f img/s\n", workers, n / median(t));
+  const struct {
+    const char* name;
+    DType dtype;
+    Layout layout;
+  } formats[] = {{"augment, f32 NCHW ", DType::f32, Layout::nchw},
+                 {"augment, bf16 NHWC", DType::bf16, Layout::nhwc},
+                 {"raw u8 + crops    ", DType::u8, Layout::nhwc}};
+  for (const auto& f : formats) {
+    const ImageWriter w(data.train, norm, 4, f.dtype, f.layout);
+    for (int workers : worker_counts)
+      std::printf("loader, %d worker(s), %s: %10.0f img/s\n", workers, f.name,
+                  loader_rate(data.train, w, batch, workers, epochs, backend));
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // Steady-state training throughput on one GPU: images/s of full steps (forward, loss, backward,
 // SGD) with the batch already on the device, and the same with the real loader (worker threads
-// augmenting into pinned slots, copies on the copy stream) feeding it; plus achieved TFLOP/s and
+// augmenting into pinned slots, copies on the copy stream) feeding it, and with the loader
+// gathering uint8 images that the GPU augments (--augment-on device); plus achieved TFLOP/s and
 // MFU against the device's dense 16-bit peak. Needs a GPU; says so and exits 2 without one.
 //   build/bench/bench_train_gpu --depth 50 --batch-size 256 --amp bf16 --workers 8
 #include <CLI/CLI.hpp>
@@ -30,6 +31,25 @@ double step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images, con
   model.backward(dlogits);
   sgd.step(0.01f);
   return loss;
+}
+
+// Images/s of `steps` steps fed by the prefetcher, after `warmup` untimed ones.
+double loader_rate(ResNet& model, Backend& backend, Sgd& sgd, DevicePrefetcher& prefetcher,
+                   int warmup, int steps, int batch, Tensor& dlogits) {
+  int64_t epoch = 1, done = 0;
+  prefetcher.start_epoch(epoch);
+  auto t0 = Clock::now();
+  while (done < warmup + steps) {
+    const DeviceBatch* b = prefetcher.next();
+    if (!b) {
+      prefetcher.start_epoch(++epoch);
+      continue;
+    }
+    if (done == warmup) t0 = Clock::now();
+    step(model, backend, sgd, b->images, b->labels, dlogits);
+    ++done;
+  }
+  return double(steps) * batch / seconds_since(t0);
 }
 
 }  // namespace
@@ -81,6 +101,16 @@ int main(int argc, char** argv) {
   Loader loader(data.train, writer,
                 DistributedSampler(data.train.count, 1, 0, true, ShardTail::drop, 0), lc, *backend);
   DevicePrefetcher prefetcher(loader, *backend);
+  // The same loader gathering raw uint8 images, augmented by the GPU after the copy.
+  const ImageWriter raw_writer(data.train, norm, 4, DType::u8, Layout::nhwc);
+  Loader raw_loader(data.train, raw_writer,
+                    DistributedSampler(data.train.count, 1, 0, true, ShardTail::drop, 0), lc,
+                    *backend);
+  const std::vector<float> table = normalization_table(norm);
+  DeviceAugment augment{backend->zeros({static_cast<int64_t>(table.size())}, DType::f32), 4};
+  backend->copy(Tensor::view(const_cast<float*>(table.data()), augment.table.shape(), DType::f32),
+                augment.table);
+  DevicePrefetcher raw_prefetcher(raw_loader, *backend, nullptr, augment);
   Tensor dlogits = backend->zeros({batch, mc.classes}, o.compute);
 
   // On-device data: the first loader batch, copied once.
@@ -95,30 +125,23 @@ int main(int argc, char** argv) {
   for (int s = 0; s < steps; ++s) step(model, *backend, sgd, images, labels, dlogits);
   const double on_device = double(steps) * batch / seconds_since(t0);
 
-  // The real loader: batches assembled by the workers, copied while the previous step computes.
-  int64_t epoch = 1, done = 0;
-  prefetcher.start_epoch(epoch);
-  t0 = Clock::now();
-  while (done < warmup + steps) {
-    const DeviceBatch* b = prefetcher.next();
-    if (!b) {
-      prefetcher.start_epoch(++epoch);
-      continue;
-    }
-    if (done == warmup) t0 = Clock::now();
-    step(model, *backend, sgd, b->images, b->labels, dlogits);
-    ++done;
-  }
-  const double with_loader = double(steps) * batch / seconds_since(t0);
+  // The real loader: batches assembled by the workers, copied while the previous step computes;
+  // then the same with the augmentation on the GPU.
+  const double with_loader =
+      loader_rate(model, *backend, sgd, prefetcher, warmup, steps, batch, dlogits);
+  const double augment_on_device =
+      loader_rate(model, *backend, sgd, raw_prefetcher, warmup, steps, batch, dlogits);
 
   std::printf("device: %s; resnet%d-cifar width %.2f, batch %d, %s\n", name.c_str(), mc.depth,
               mc.width, batch, dtype_name(o.compute).c_str());
   for (const auto& [label, rate] : {std::pair<const char*, double>{"on-device data", on_device},
-                                    {"real loader", with_loader}}) {
+                                    {"real loader", with_loader},
+                                    {"loader, GPU aug", augment_on_device}}) {
     const double tflops = rate * gflop_per_image * 1e-3;
     std::printf("%-16s %10.0f img/s  %7.1f TFLOP/s  MFU %s\n", label, rate, tflops,
                 peak > 0 ? str_cat(100 * tflops / peak, "%").c_str() : "n/a (unknown peak)");
   }
   std::printf("loader / on-device: %.3f (%d workers)\n", with_loader / on_device, workers);
+  std::printf("loader with GPU augmentation / on-device: %.3f\n", augment_on_device / on_device);
   return 0;
 }

@@ -109,6 +109,11 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->capture_default_str();
   cmd.add_flag("--persistent-workers", c.persistent_workers, "keep loader threads across epochs");
   cmd.add_flag("!--no-augment", c.augment, "no random crop and flip");
+  cmd.add_option("--augment-on", c.augment_on,
+                 "host: the loader threads pad, crop, flip and normalise; device: they only "
+                 "gather uint8 images, augmented on the device after the copy")
+      ->check(CLI::IsMember({"host", "device"}))
+      ->capture_default_str();
   cmd.add_flag("!--no-eval", c.evaluate, "no evaluation on the test split after each epoch");
   cmd.add_option("--mode", c.mode,
                  "ddp: one process per device (under mpirun); dp: DataParallel in one process")

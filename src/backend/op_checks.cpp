@@ -60,4 +60,18 @@ void check_logits(const char* op, const Tensor& logits, const Tensor& labels) {
   RT_CHECK(labels.dtype() == DType::i32, op, ": labels must be i32, got ", labels.describe());
 }
 
+void check_augment(const char* op, const Tensor& raw, const Tensor& crops, const Tensor& table,
+                   int pad, const Tensor& out) {
+  RT_CHECK(raw.rank() == 4 && raw.dtype() == DType::u8 && raw.layout() == Layout::nhwc, op,
+           ": expected uint8 NHWC images [N,C,H,W], got ", raw.describe());
+  check_shape(op, "output", out, raw.shape());
+  RT_CHECK(out.dtype() == DType::f32 || out.dtype() == DType::bf16 || out.dtype() == DType::f16, op,
+           ": images are written as f32, bf16 or f16, not ", out.describe());
+  check_shape(op, "crops", crops, {raw.dim(0), 3});
+  check_shape(op, "table", table, {raw.dim(1) * 256});
+  check_dtype(op, {&crops}, DType::i32);
+  check_dtype(op, {&table}, DType::f32);
+  RT_CHECK(pad >= 0, op, ": padding must be >= 0, got ", pad);
+}
+
 }  // namespace ringtrain

@@ -66,6 +66,12 @@ Tensor Tensor::reshaped(const Shape& shape) const {
   return t;
 }
 
+Tensor Tensor::with_layout(Layout layout) const {
+  Tensor t = *this;
+  t.layout_ = layout;
+  return t;
+}
+
 std::string Tensor::describe() const {
   return dtype_name(dtype_) + shape_str(shape_) + (layout_ == Layout::nchw ? " nchw " : " nhwc ") +
          device_.str();

@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-
-#include "ringtrain/core/half.hpp"
+#include <cstring>
 
 namespace ringtrain {
 namespace {
@@ -56,69 +55,41 @@ Crop draw_crop(uint64_t seed, int64_t epoch, int64_t index, int pad, bool augmen
   return {static_cast<int>(z % span), static_cast<int>((z >> 20) % span), ((z >> 40) & 1u) != 0};
 }
 
+std::vector<float> normalization_table(const Normalization& norm) {
+  std::vector<float> table(norm.mean.size() * 256);
+  for (size_t c = 0; c < norm.mean.size(); ++c)
+    for (int v = 0; v < 256; ++v) table[c * 256 + v] = (v / 255.0f - norm.mean[c]) / norm.std[c];
+  return table;
+}
+
 ImageWriter::ImageWriter(const Split& split, const Normalization& norm, int pad, DType dtype,
                          Layout layout)
     : split_(split),
       pad_(pad),
       dtype_(dtype),
       layout_(layout),
-      elements_(split.image_bytes()),
-      table_(static_cast<size_t>(split.channels)) {
+      dims_{split.height, split.width, split.channels},
+      table_(normalization_table(norm)) {
   RT_CHECK(pad >= 0, "ImageWriter: padding must be >= 0, got ", pad);
-  RT_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
-           "ImageWriter: images are written as f32, bf16 or f16, not ", dtype_name(dtype));
+  RT_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16 ||
+               (dtype == DType::u8 && layout == Layout::nhwc),
+           "ImageWriter: images are written as f32, bf16 or f16, or as uint8 NHWC for "
+           "augmentation on the device, not ",
+           dtype_name(dtype), layout == Layout::nchw ? " NCHW" : " NHWC");
   RT_CHECK(static_cast<int>(norm.mean.size()) == split.channels &&
                static_cast<int>(norm.std.size()) == split.channels,
            "ImageWriter: normalisation has ", norm.mean.size(), " channels, the data ",
            split.channels);
-  for (int c = 0; c < split.channels; ++c)
-    for (int v = 0; v < 256; ++v) table_[c][v] = (v / 255.0f - norm.mean[c]) / norm.std[c];
-}
-
-// One output row of channel c at a time: the source columns of the valid range [lo, hi) are
-// one contiguous run (walked backwards when flipped), so the inner loop is a plain lookup.
-template <class T, class Convert>
-void ImageWriter::write_as(int64_t index, Crop crop, T* out, Convert convert) const {
-  const int H = split_.height, W = split_.width, C = split_.channels;
-  const uint8_t* src = split_.image(index);
-  // Output column x reads source column x + dx - pad (before the mirror).
-  const int shift = crop.dx - pad_;
-  const int lo = std::clamp(-shift, 0, W), hi = std::clamp(W - shift, lo, W);
-  const int64_t x_stride = layout_ == Layout::nchw ? 1 : C;
-  for (int c = 0; c < C; ++c) {
-    const std::array<float, 256>& table = table_[c];
-    const T pad_value = convert(table[0]);
-    for (int y = 0; y < H; ++y) {
-      T* row =
-          layout_ == Layout::nchw ? out + (int64_t{c} * H + y) * W : out + int64_t{y} * W * C + c;
-      const int sy = y + crop.dy - pad_;
-      if (sy < 0 || sy >= H) {
-        for (int x = 0; x < W; ++x) row[x * x_stride] = pad_value;
-        continue;
-      }
-      const uint8_t* line = src + int64_t{sy} * W * C + c;
-      for (int x = 0; x < lo; ++x) row[(crop.flip ? W - 1 - x : x) * x_stride] = pad_value;
-      for (int x = hi; x < W; ++x) row[(crop.flip ? W - 1 - x : x) * x_stride] = pad_value;
-      if (crop.flip) {
-        for (int x = lo; x < hi; ++x)
-          row[(W - 1 - x) * x_stride] = convert(table[line[(x + shift) * C]]);
-      } else {
-        for (int x = lo; x < hi; ++x) row[x * x_stride] = convert(table[line[(x + shift) * C]]);
-      }
-    }
-  }
 }
 
 void ImageWriter::write(int64_t index, Crop crop, void* out) const {
   RT_CHECK(index >= 0 && index < split_.count, "ImageWriter: sample ", index, " outside [0, ",
            split_.count, ")");
-  if (dtype_ == DType::f32) {
-    write_as(index, crop, static_cast<float*>(out), [](float v) { return v; });
-  } else if (dtype_ == DType::bf16) {
-    write_as(index, crop, static_cast<uint16_t*>(out), float_to_bf16);
-  } else {
-    write_as(index, crop, static_cast<uint16_t*>(out), float_to_f16);
+  if (raw()) {
+    std::memcpy(out, split_.image(index), image_bytes());
+    return;
   }
+  cpu::augment_image(split_.image(index), dims_, crop, pad_, table_.data(), dtype_, layout_, out);
 }
 
 }  // namespace ringtrain

@@ -2,30 +2,46 @@
 
 namespace ringtrain {
 
-DevicePrefetcher::DevicePrefetcher(BatchSource& source, Backend& backend, StepProfiler* profiler)
-    : source_(source), backend_(backend), profiler_(profiler) {}
+DevicePrefetcher::DevicePrefetcher(BatchSource& source, Backend& backend, StepProfiler* profiler,
+                                   DeviceAugment augment)
+    : source_(source), backend_(backend), profiler_(profiler), augment_(std::move(augment)) {}
 
 void DevicePrefetcher::start_epoch(int64_t epoch) {
   source_.start_epoch(epoch);
-  in_flight_[0] = in_flight_[1] = false;
+  slots_[0].in_flight = slots_[1].in_flight = false;
   current_ = 0;
   issue_copy();
 }
 
+Tensor DevicePrefetcher::landing(Tensor& storage, const Shape& shape, DType dtype, Layout layout) {
+  if (!storage.defined() || storage.numel() < shape_numel(shape))
+    storage = backend_.zeros(shape, dtype);
+  return storage.slice(0, shape).with_layout(layout);
+}
+
 void DevicePrefetcher::issue_copy() {
   const HostBatch* host = source_.next();
-  in_flight_[current_] = host != nullptr;
+  Slot& s = slots_[current_];
+  s.in_flight = host != nullptr;
   if (!host) return;
-  DeviceBatch& storage = buffers_[current_];
-  if (!storage.images.defined() || storage.images.dim(0) < host->images.dim(0)) {
-    storage.images = backend_.zeros(host->images.shape(), host->images.dtype());
-    storage.labels = backend_.zeros(host->labels.shape(), DType::i32);
+  const bool raw = host->crops.defined();
+  RT_CHECK(!raw || augment_.table.defined(),
+           "prefetcher: the loader gives raw uint8 batches, but no table to augment them with");
+  const Tensor& images = host->images;
+  s.batch.labels = landing(s.label_storage, host->labels.shape(), DType::i32, Layout::nchw);
+  if (raw) {
+    s.raw = landing(s.raw_storage, images.shape(), DType::u8, images.layout());
+    s.crops = landing(s.crop_storage, host->crops.shape(), DType::i32, Layout::nchw);
+    s.batch.images =
+        landing(s.image_storage, images.shape(), backend_.compute_dtype(), backend_.layout());
+    backend_.copy_to_device_async(images, s.raw);
+    backend_.copy_to_device_async(host->crops, s.crops);
+  } else {
+    s.crops = Tensor();
+    s.batch.images = landing(s.image_storage, images.shape(), images.dtype(), images.layout());
+    backend_.copy_to_device_async(images, s.batch.images);
   }
-  DeviceBatch& view = views_[current_];
-  view.images = storage.images.slice(0, host->images.shape());
-  view.labels = storage.labels.slice(0, host->labels.shape());
-  backend_.copy_to_device_async(host->images, view.images);
-  backend_.copy_to_device_async(host->labels, view.labels);
+  backend_.copy_to_device_async(host->labels, s.batch.labels);
 }
 
 void DevicePrefetcher::skip(int64_t n) {
@@ -37,14 +53,16 @@ void DevicePrefetcher::skip(int64_t n) {
 }
 
 const DeviceBatch* DevicePrefetcher::next() {
-  const int ready = current_;
-  if (!in_flight_[ready]) return nullptr;
+  Slot& ready = slots_[current_];
+  if (!ready.in_flight) return nullptr;
   if (profiler_) profiler_->start(Phase::copy);
   backend_.wait_for_copies();
-  current_ = 1 - ready;
+  if (ready.crops.defined())
+    backend_.augment(ready.raw, ready.crops, augment_.table, augment_.pad, ready.batch.images);
+  current_ = 1 - current_;
   if (profiler_) profiler_->start(Phase::data);
   issue_copy();
-  return &views_[ready];
+  return &ready.batch;
 }
 
 }  // namespace ringtrain

@@ -34,6 +34,9 @@ Loader::Slot Loader::make_slot(Backend& backend) const {
                                   {b, split_.channels, split_.height, split_.width},
                                   writer_.dtype(), Device{}, writer_.layout());
   s.label_storage = Tensor::adopt(backend.host_buffer(b * sizeof(int32_t)), {b}, DType::i32, {});
+  if (writer_.raw())
+    s.crop_storage =
+        Tensor::adopt(backend.host_buffer(3 * b * sizeof(int32_t)), {b, 3}, DType::i32, {});
   return s;
 }
 
@@ -43,11 +46,17 @@ void Loader::assemble(const EpochPlan& plan, int64_t batch, Slot& slot) const {
       std::min<int64_t>(config_.batch_size, static_cast<int64_t>(plan.order->size()) - first));
   char* images = static_cast<char*>(slot.image_storage.raw());
   int32_t* labels = slot.label_storage.data<int32_t>();
+  int32_t* crops = writer_.raw() ? slot.crop_storage.data<int32_t>() : nullptr;
   for (int i = 0; i < n; ++i) {
     const int64_t sample = (*plan.order)[static_cast<size_t>(first + i)];
     const Crop crop = draw_crop(config_.seed, plan.epoch, sample, config_.pad, config_.augment);
     writer_.write(sample, crop, images + i * writer_.image_bytes());
     labels[i] = split_.labels[static_cast<size_t>(sample)];
+    if (crops) {
+      crops[3 * i] = crop.dy;
+      crops[3 * i + 1] = crop.dx;
+      crops[3 * i + 2] = crop.flip;
+    }
   }
   if (config_.debug_delay_s > 0)
     std::this_thread::sleep_for(std::chrono::duration<double>(config_.debug_delay_s));
@@ -55,6 +64,7 @@ void Loader::assemble(const EpochPlan& plan, int64_t batch, Slot& slot) const {
   slot.batch.images =
       slot.image_storage.slice(0, {n, split_.channels, split_.height, split_.width});
   slot.batch.labels = slot.label_storage.slice(0, {n});
+  if (crops) slot.batch.crops = slot.crop_storage.slice(0, {n, 3});
 }
 
 void Loader::start_epoch(int64_t epoch) {

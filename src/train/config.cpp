@@ -31,6 +31,8 @@ void TrainConfig::validate() const {
            device);
   RT_CHECK(amp == "bf16" || amp == "fp16" || amp == "off",
            "config: --amp must be bf16, fp16 or off, got ", amp);
+  RT_CHECK(augment_on == "host" || augment_on == "device",
+           "config: --augment-on must be host or device, got ", augment_on);
   RT_CHECK(!(device == "cuda" && mode == "dp"),
            "config: --mode dp runs on CPU replicas only so far; use --device cpu");
   parse_profile_mode(profile);

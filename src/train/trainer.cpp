@@ -214,15 +214,16 @@ TrainResult train(const TrainConfig& requested) {
       mc.classes, total_steps, global_batch, config.batch_size, world.size(), config.accum_steps,
       device);
   const LoaderConfig test_config = loader_config(config, false);
-  const ImageWriter test_writer(data.test, train_source.norm, test_config.pad,
-                                backend.compute_dtype(), backend.layout());
+  const ImageFormat format = loader_format(config, backend);
+  const ImageWriter test_writer(data.test, train_source.norm, test_config.pad, format.dtype,
+                                format.layout);
   Loader test_loader(
       data.test, test_writer,
       DistributedSampler(data.test.count, world.size(), world.rank(), false, ShardTail::uneven, 0),
       test_config, backend);
   StepProfiler prof(backend, parse_profile_mode(config.profile));
-  DevicePrefetcher train_batches(*train_source.batches, backend, &prof),
-      test_batches(test_loader, backend);
+  DevicePrefetcher train_batches(*train_source.batches, backend, &prof, train_source.augment),
+      test_batches(test_loader, backend, nullptr, train_source.augment);
   Tensor dlogits = backend.zeros({config.batch_size, mc.classes}, backend.compute_dtype());
   Replicas replicas{model, backend, ddp ? &*ddp : nullptr, dp ? &*dp : nullptr, prof};
   Tensor gradient_sum;  // gradient accumulation: the earlier micro-steps' gradients

@@ -43,10 +43,10 @@ else
 fi
 
 if run 2 "$bin" train --data "$dir/small.h5" --depth 18 --width 0.125 --global-batch-size 32 \
-  --accum-steps 2 --sync-bn --steps 4 --threads 1 --workers 1; then
+  --accum-steps 2 --sync-bn --steps 4 --threads 1 --workers 1 --augment-on device; then
   grep -q "batch 32 (8 per rank x 2 ranks x 2 micro-batches)" "$dir/log" || fail "accumulation: batch not split"
   grep -q "summary: 4 steps" "$dir/log" || fail "accumulation: no summary"
-  echo "ok   two ranks with gradient accumulation and SyncBN"
+  echo "ok   two ranks with gradient accumulation, SyncBN and augmentation on the device"
 else
   fail "accumulation: exit status $?"
 fi

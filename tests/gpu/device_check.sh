@@ -87,6 +87,7 @@ printf '%-34s %s\n' "gpu tests passed / failed / skipped" \
 printf '%-34s %s\n' "memcheck" "$memcheck"
 printf '%-34s %s\n' "ringtrain on-device data" "$(rate 'on-device' "$out/bench_train_gpu.log")"
 printf '%-34s %s\n' "ringtrain real loader" "$(rate 'real loader' "$out/bench_train_gpu.log")"
+printf '%-34s %s\n' "ringtrain loader, GPU augmentation" "$(rate 'GPU aug' "$out/bench_train_gpu.log")"
 printf '%-34s %s\n' "ringtrain MFU" "$(grep -oE 'MFU [0-9.]+%' "$out/bench_train_gpu.log" | head -1)"
 printf '%-34s %s\n' "PyTorch eager (bf16, channels_last)" "$(rate 'eager' "$out/pytorch_train_gpu.log")"
 printf '%-34s %s\n' "PyTorch torch.compile" "$(rate 'compile' "$out/pytorch_train_gpu.log")"

@@ -224,6 +224,33 @@ TEST_P(CudaOps, CastRoundsAndFiniteCheckFindsInfAndNan) {
   EXPECT_FALSE(gpu_->all_finite(upload(*gpu_, x, dtype())));
 }
 
+// Value for value what the loader's threads write (the CPU backend runs their kernel), for every
+// crop with padding 4: the lookup is exact and both sides round to the dtype the same way.
+TEST_P(CudaOps, AugmentWritesWhatTheLoaderThreadsWrite) {
+  const int pad = 4, span = 2 * pad + 1;
+  const int64_t n = 2 * span * span;
+  Tensor raw = Tensor::zeros({n, 3, 7, 6}, DType::u8, Layout::nhwc);
+  Tensor crops = Tensor::zeros({n, 3}, DType::i32);
+  for (int64_t i = 0; i < raw.numel(); ++i) raw.data<uint8_t>()[i] = static_cast<uint8_t>(rng_());
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t* draw = crops.data<int32_t>() + 3 * i;
+    draw[0] = static_cast<int32_t>(i / 2 % span);
+    draw[1] = static_cast<int32_t>(i / 2 / span);
+    draw[2] = static_cast<int32_t>(i % 2);
+  }
+  const Tensor table = random_f32({3 * 256}, rng_);
+  Tensor want = Tensor::zeros(raw.shape(), DType::f32);
+  cpu_.augment(raw, crops, table, pad, want);
+
+  Tensor raw_dev = gpu_->zeros(raw.shape(), DType::u8),
+         crops_dev = gpu_->zeros(crops.shape(), DType::i32);
+  gpu_->copy(raw, raw_dev);
+  gpu_->copy(crops, crops_dev);
+  Tensor out = gpu_->zeros(raw.shape(), dtype());
+  gpu_->augment(raw_dev, crops_dev, upload(*gpu_, table, DType::f32), pad, out);
+  EXPECT_EQ(max_rel_diff(download(*gpu_, out), rounded(want, dtype())), 0.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::bf16),
                          [](const auto& info) { return dtype_name(info.param); });
 

@@ -42,6 +42,15 @@ TEST(Diagnose, SlowLoaderIsDataBoundWithAWorkerCount) {
       << v.reason;
 }
 
+TEST(Diagnose, DataBoundAdvisesAugmentingOnTheDeviceUnlessAlreadyThere) {
+  ProbeResults p = healthy();
+  p.loader_images_per_s = 1000;
+  EXPECT_TRUE(advises(judge(p), "--augment-on device"));
+  p.augment_on_device = true;
+  EXPECT_FALSE(advises(judge(p), "--augment-on device"));
+  EXPECT_FALSE(advises(judge(healthy()), "--augment-on device"));
+}
+
 TEST(Diagnose, WaitingForDataInTheFullStepIsDataBoundToo) {
   ProbeResults p = healthy();
   p.step_shares[static_cast<int>(Phase::data)] = 0.2;

@@ -13,13 +13,13 @@ namespace ringtrain {
 namespace {
 
 // ctest runs tests in parallel processes: each writes its own file.
-std::string small_dataset() {
+std::string small_dataset(int64_t train_count = 1024, int64_t test_count = 500) {
   const auto path = std::filesystem::temp_directory_path() /
                     (std::string("ringtrain_train_") +
                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".h5");
   SynthConfig c;
-  c.train_count = 1024;
-  c.test_count = 500;
+  c.train_count = train_count;
+  c.test_count = test_count;
   c.height = c.width = 16;
   write_hdf5_dataset(path.string(), make_synthetic(c));
   return path.string();
@@ -66,6 +66,25 @@ TEST(Train, LearnsTheSyntheticDataFarAboveChance) {
     ++lines;
   }
   EXPECT_EQ(lines, 2);
+}
+
+// The device's augmentation writes what the loader's threads write, so training is the same:
+// in memory (one epoch and its evaluation) and streamed from the file window by window.
+TEST(Train, AugmentingOnTheDeviceTrainsExactlyAsOnTheHost) {
+  TrainConfig c = small_config(small_dataset(256, 100));
+  c.epochs = 1;
+  for (double budget_mb : {4096.0, 0.1}) {  // 0.1 MB: windows of 130 images
+    c.augment_on = "host";
+    const TrainResult host = train(c);
+    c.augment_on = "device";
+    const TrainResult device = train(c);
+    EXPECT_EQ(device.step_losses, host.step_losses) << budget_mb << " MB";
+    ASSERT_EQ(device.epochs.size(), host.epochs.size());
+    if (!host.epochs.empty()) {
+      EXPECT_EQ(device.epochs.back().test_loss, host.epochs.back().test_loss);
+      EXPECT_EQ(device.epochs.back().test_accuracy, host.epochs.back().test_accuracy);
+    }
+  }
 }
 
 TEST(Train, RejectsBatchLargerThanTheData) {

@@ -65,6 +65,14 @@ class Backend {
   // afterwards is ordered after those copies.
   virtual void wait_for_copies() = 0;
 
+  // The loader's augmentation, done after the copy (--augment-on device). raw: uint8 images
+  // [N,C,H,W] in NHWC, as the dataset stores them; crops: i32 [N,3], each sample's (dy, dx,
+  // flip); table: f32 [C*256], the normalised value of every pixel value (normalization_table).
+  // Writes out [N,C,H,W], padded with `pad`, cropped, flipped and normalised, value for value
+  // what the loader's threads write (cpu::augment_image).
+  virtual void augment(const Tensor& raw, const Tensor& crops, const Tensor& table, int pad,
+                       Tensor& out) = 0;
+
   // Convolution, no bias.
   virtual void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) = 0;
   virtual void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,

@@ -40,4 +40,10 @@ LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w);
 // 2-D logits and one i32 label per row (the label values are each backend's to check).
 void check_logits(const char* op, const Tensor& logits, const Tensor& labels);
 
+// The augment op's operands: uint8 NHWC raw images, i32 crops [N,3], the f32 table [C*256] and
+// an output of the raw images' shape; a padding >= 0. (A crop outside the padded image reads
+// padding only, so the crop values need no check.)
+void check_augment(const char* op, const Tensor& raw, const Tensor& crops, const Tensor& table,
+                   int pad, const Tensor& out);
+
 }  // namespace ringtrain

@@ -42,6 +42,9 @@ class Tensor {
   Tensor slice(int64_t offset, const Shape& shape) const;
   // Same memory, another shape with the same element count.
   Tensor reshaped(const Shape& shape) const;
+  // Same memory, read in another layout (memory whose order the caller knows, as raw NHWC
+  // images in a buffer a backend handed out).
+  Tensor with_layout(Layout layout) const;
 
   const Shape& shape() const { return shape_; }
   int64_t dim(int i) const { return shape_.at(static_cast<size_t>(i)); }

@@ -10,6 +10,7 @@ namespace ringtrain {
 struct HostBatch {
   int64_t index = 0;  // batch number within the epoch (or the streaming window)
   Tensor images, labels;
+  Tensor crops;  // i32 [n,3] (dy, dx, flip) when the images are raw uint8, for Backend::augment
 };
 
 // Where training batches come from: the in-memory Loader or the StreamingLoader.

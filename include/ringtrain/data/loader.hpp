@@ -32,6 +32,8 @@ struct LoaderConfig {
 // batches (batch k is built by worker k % workers) into its own ring of `prefetch_factor` slots;
 // next() hands them out strictly in order. Slots come from Backend::host_buffer (pinned memory
 // on CUDA). The content of batch k depends only on (seed, epoch, k), never on the worker count.
+// With a raw writer (augmentation on the device) a batch carries the uint8 images and the crops
+// drawn for them.
 class Loader final : public BatchSource {
  public:
   Loader(const Split& split, const ImageWriter& writer, DistributedSampler sampler,
@@ -48,10 +50,10 @@ class Loader final : public BatchSource {
 
  private:
   struct Slot {
-    Tensor image_storage, label_storage;  // sized for a full batch
-    HostBatch batch;                      // views of the storage, sized for this batch
-    int64_t filled = -1;                  // batch index in the slot, -1 when free
-    std::exception_ptr error;             // what assembling it threw, rethrown by next()
+    Tensor image_storage, label_storage, crop_storage;  // sized for a full batch
+    HostBatch batch;           // views of the storage, sized for this batch
+    int64_t filled = -1;       // batch index in the slot, -1 when free
+    std::exception_ptr error;  // what assembling it threw, rethrown by next()
   };
   struct Worker {
     std::vector<Slot> ring;

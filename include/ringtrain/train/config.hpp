@@ -43,7 +43,8 @@ struct TrainConfig {
   int workers = 2;                 // loader threads; 0: synchronous; -1: auto (probed)
   int prefetch_factor = 2;         // ready batches per worker
   bool persistent_workers = false;
-  bool augment = true;  // random crop with padding 4 and horizontal flip
+  bool augment = true;              // random crop with padding 4 and horizontal flip
+  std::string augment_on = "host";  // host: in the loader's threads; device: after the copy
   uint64_t seed = 0;
   int threads = 0;           // CPU backend threads; 0: all hardware threads
   std::string metrics_path;  // per-epoch JSON lines; empty: none

@@ -12,6 +12,7 @@ namespace ringtrain {
 // What the short probes of `ringtrain diagnose` measured, per rank, averaged over the ranks.
 struct ProbeResults {
   int workers = 0;                  // loader threads of the probes
+  bool augment_on_device = false;   // --augment-on device: the loader only gathers
   double loader_images_per_s = 0;   // the loader alone
   double compute_images_per_s = 0;  // training steps on a batch already on the device
   double backward_s = 0;            // one backward pass of those steps

@@ -8,6 +8,7 @@
 #include "ringtrain/data/augment.hpp"
 #include "ringtrain/data/batch_source.hpp"
 #include "ringtrain/data/dataset.hpp"
+#include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/loader.hpp"
 #include "ringtrain/dist/communicator.hpp"
 #include "ringtrain/dist/world.hpp"
@@ -21,11 +22,20 @@ Dataset load_data(const TrainConfig& c, Communicator& comm);
 
 LoaderConfig loader_config(const TrainConfig& c, bool training);
 
+// The dtype and layout the loader writes images in: the backend's, or uint8 NHWC when they are
+// augmented on the device (--augment-on device).
+struct ImageFormat {
+  DType dtype;
+  Layout layout;
+};
+ImageFormat loader_format(const TrainConfig& c, const Backend& backend);
+
 // Training batches from memory, or streamed window by window when the images stayed on disk.
 struct TrainSource {
   Normalization norm;
   std::unique_ptr<ImageWriter> writer;  // on the heap: the loader keeps a reference to it
   std::unique_ptr<BatchSource> batches;
+  DeviceAugment augment;  // the table on the device, with --augment-on device
 };
 TrainSource make_train_source(const TrainConfig& c, const Split& train, const World& world,
                               Backend& backend);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cpu_kernels.hpp"
+#include "ringtrain/backend/cpu/augment_kernel.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 #include "ringtrain/core/layout.hpp"
 
@@ -103,6 +104,24 @@ void CpuBackend::cast(const Tensor& src, Tensor& dst) {
       To* out = dst.data<To>();
       elementwise<To>(pool_, src.numel(), [&](int64_t i) { out[i] = static_cast<To>(in[i]); });
     });
+  });
+}
+
+void CpuBackend::augment(const Tensor& raw, const Tensor& crops, const Tensor& table, int pad,
+                         Tensor& out) {
+  check_augment("augment", raw, crops, table, pad, out);
+  const cpu::ImageDims dims{static_cast<int>(raw.dim(2)), static_cast<int>(raw.dim(3)),
+                            static_cast<int>(raw.dim(1))};
+  const uint8_t* images = raw.data<uint8_t>();
+  const int32_t* crop = crops.data<int32_t>();
+  const float* values = table.data<float>();
+  char* dst = static_cast<char*>(out.raw());
+  const int64_t out_bytes = dims.elements() * static_cast<int64_t>(dtype_size(out.dtype()));
+  pool_.parallel_for(raw.dim(0), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      cpu::augment_image(images + i * dims.elements(), dims,
+                         Crop{crop[3 * i], crop[3 * i + 1], crop[3 * i + 2] != 0}, pad, values,
+                         out.dtype(), out.layout(), dst + i * out_bytes);
   });
 }
 

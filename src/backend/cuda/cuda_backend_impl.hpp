@@ -37,6 +37,9 @@ class CudaBackend final : public Backend {
   void copy_to_device_async(const Tensor& host, Tensor& device) override;
   void wait_for_copies() override;
 
+  void augment(const Tensor& raw, const Tensor& crops, const Tensor& table, int pad,
+               Tensor& out) override;
+
   void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) override;
   void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
                           Tensor& dx) override;

@@ -32,6 +32,9 @@ class CpuBackend final : public Backend {
   void copy_to_device_async(const Tensor& host, Tensor& device) override { copy(host, device); }
   void wait_for_copies() override {}
 
+  void augment(const Tensor& raw, const Tensor& crops, const Tensor& table, int pad,
+               Tensor& out) override;
+
   void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) override;
   void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
                           Tensor& dx) override;
