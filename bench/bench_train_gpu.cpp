@@ -2,7 +2,9 @@
 // SGD) with the batch already on the device, and the same with the real loader (worker threads
 // augmenting into pinned slots, copies on the copy stream) feeding it, and with the loader
 // gathering uint8 images that the GPU augments (--augment-on device); plus achieved TFLOP/s and
-// MFU against the device's dense 16-bit peak. Needs a GPU; says so and exits 2 without one.
+// MFU against the device's dense 16-bit peak; and the stem convolution with its 3 input
+// channels against 4 and 8 (zero-padded inputs), to tell whether padding the input pays on
+// this cuDNN. Needs a GPU; says so and exits 2 without one.
 //   build/bench/bench_train_gpu --depth 50 --batch-size 256 --amp bf16 --workers 8
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -50,6 +52,29 @@ double loader_rate(ResNet& model, Backend& backend, Sgd& sgd, DevicePrefetcher& 
     ++done;
   }
   return double(steps) * batch / seconds_since(t0);
+}
+
+// Median milliseconds of the cifar stem's forward and weight-gradient passes (3x3, 64 filters,
+// stride 1 on 32x32) at `channels` input channels: what padding the input to 4 or 8 would buy.
+std::pair<double, double> stem_conv_ms(Backend& backend, int batch, int channels) {
+  const ConvGeometry g{batch, channels, 32, 32, 64, 3, 3, 1, 1};
+  const DType t = backend.compute_dtype();
+  Tensor x = backend.zeros({g.n, g.c, g.h, g.w}, t), w = backend.zeros({g.k, g.c, g.r, g.s}, t);
+  Tensor y = backend.zeros({g.n, g.k, g.p(), g.q()}, t), dw = backend.zeros(w.shape(), t);
+  auto median_ms = [&](auto&& pass) {
+    pass();  // the algorithm search
+    std::vector<double> times;
+    for (int i = 0; i < 20; ++i) {
+      backend.synchronize();
+      const auto t0 = Clock::now();
+      pass();
+      backend.synchronize();
+      times.push_back(1e3 * seconds_since(t0));
+    }
+    return bench::median(times);
+  };
+  return {median_ms([&] { backend.conv_forward(g, x, w, y); }),
+          median_ms([&] { backend.conv_backward_filter(g, x, y, dw); })};
 }
 
 }  // namespace
@@ -143,5 +168,11 @@ int main(int argc, char** argv) {
   }
   std::printf("loader / on-device: %.3f (%d workers)\n", with_loader / on_device, workers);
   std::printf("loader with GPU augmentation / on-device: %.3f\n", augment_on_device / on_device);
+  const double step_ms = 1e3 * batch / on_device;
+  for (int channels : {3, 4, 8}) {
+    const auto [forward, filter] = stem_conv_ms(*backend, batch, channels);
+    std::printf("stem conv C=%d: forward %.3f ms, weight gradient %.3f ms (%.1f%% of a step)\n",
+                channels, forward, filter, 100 * (forward + filter) / step_ms);
+  }
   return 0;
 }

@@ -89,6 +89,7 @@ printf '%-34s %s\n' "ringtrain on-device data" "$(rate 'on-device' "$out/bench_t
 printf '%-34s %s\n' "ringtrain real loader" "$(rate 'real loader' "$out/bench_train_gpu.log")"
 printf '%-34s %s\n' "ringtrain loader, GPU augmentation" "$(rate 'GPU aug' "$out/bench_train_gpu.log")"
 printf '%-34s %s\n' "ringtrain MFU" "$(grep -oE 'MFU [0-9.]+%' "$out/bench_train_gpu.log" | head -1)"
+grep -E "^stem conv" "$out/bench_train_gpu.log"
 printf '%-34s %s\n' "PyTorch eager (bf16, channels_last)" "$(rate 'eager' "$out/pytorch_train_gpu.log")"
 printf '%-34s %s\n' "PyTorch torch.compile" "$(rate 'compile' "$out/pytorch_train_gpu.log")"
 [ "$tests_rc" -eq 0 ]
