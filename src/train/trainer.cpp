@@ -213,6 +213,11 @@ TrainResult train(const TrainConfig& requested) {
       data.train.count, data.test.count, data.train.height, data.train.width, data.train.channels,
       mc.classes, total_steps, global_batch, config.batch_size, world.size(), config.accum_steps,
       device);
+  spdlog::info(
+      "loader: {} worker(s), {} ready batch(es) each; images normalised {}{}", config.workers,
+      config.prefetch_factor,
+      config.augment_on == "device" ? "on the device after the copy" : "in the loader threads",
+      config.augment ? ", randomly cropped and flipped" : ", not augmented");
   const LoaderConfig test_config = loader_config(config, false);
   const ImageFormat format = loader_format(config, backend);
   const ImageWriter test_writer(data.test, train_source.norm, test_config.pad, format.dtype,
