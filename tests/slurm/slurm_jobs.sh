@@ -90,14 +90,19 @@ export RINGTRAIN_CKPT_DIR=$dir/requeue-ckpt RINGTRAIN_RUN_DIR=$dir/requeue-run R
 id=$(sbatch --parsable --job-name=rt-requeue --open-mode=append --output="$dir/requeue-%j.out" \
   -n 2 jobs/ddp_1node.sbatch)
 signal_at_step5 "$id" "$dir/requeue-run/train.log"
-# Release the hold once the requeued job is back to PENDING (an earlier update can be undone
-# while Slurm is still requeueing it, so it is repeated while the job waits). The first run
-# ends FAILED (exit 75) for a moment before the requeue: only the second run's end counts.
+# Release the hold once the requeued job has been back to PENDING for 2 s (an earlier update can
+# be undone while Slurm is still requeueing it, so it is repeated while the job waits). Not at
+# once: slurmd revokes the first run's credential at the requeue, to the second, and a relaunch
+# within that second is refused ("Job credential revoked") and ends the job FAILED; Slurm's own
+# hold exists for that reason. The first run ends FAILED (exit 75) for a moment before the
+# requeue: only the second run's end counts.
+pending_since=
 for _ in $(seq 1200); do
   state=$(job_field "$id" JobState)
   [ "$state" = COMPLETED ] && break
   if [ "$state" = PENDING ] && [ "$(job_field "$id" Restarts)" = 1 ]; then
-    scontrol update JobId="$id" StartTime=now 2>/dev/null
+    pending_since=${pending_since:-$SECONDS}
+    [ $((SECONDS - pending_since)) -ge 2 ] && scontrol update JobId="$id" StartTime=now 2>/dev/null
   fi
   sleep 0.2
 done
@@ -106,6 +111,8 @@ if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "requeueing job $id"
   echo "ok   RINGTRAIN_REQUEUE=1: job $id requeued itself after the signal, resumed and finished"
 else
   fail "requeue: job $id $(job_field "$id" JobState), restarts $(job_field "$id" Restarts)" "$dir/requeue-$id.out"
+  echo "-- what slurmctld did with job $id:"
+  grep -E "JobId=$id|job_?id[= ]$id\b" "$cluster/slurmctld.log" | tail -n 25
 fi
 unset RINGTRAIN_REQUEUE
 echo "slurm_jobs: $failures failed"
