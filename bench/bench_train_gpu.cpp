@@ -131,10 +131,7 @@ int main(int argc, char** argv) {
   Loader raw_loader(data.train, raw_writer,
                     DistributedSampler(data.train.count, 1, 0, true, ShardTail::drop, 0), lc,
                     *backend);
-  const std::vector<float> table = normalization_table(norm);
-  DeviceAugment augment{backend->zeros({static_cast<int64_t>(table.size())}, DType::f32), 4};
-  backend->copy(Tensor::view(const_cast<float*>(table.data()), augment.table.shape(), DType::f32),
-                augment.table);
+  const DeviceAugment augment = make_device_augment(norm, 4, *backend);
   DevicePrefetcher raw_prefetcher(raw_loader, *backend, nullptr, augment);
   Tensor dlogits = backend->zeros({batch, mc.classes}, o.compute);
 

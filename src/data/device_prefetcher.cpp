@@ -2,6 +2,14 @@
 
 namespace ringtrain {
 
+DeviceAugment make_device_augment(const Normalization& norm, int pad, Backend& backend) {
+  std::vector<float> table = normalization_table(norm);
+  const Tensor host = Tensor::view(table.data(), {static_cast<int64_t>(table.size())}, DType::f32);
+  DeviceAugment a{backend.zeros(host.shape(), DType::f32), pad};
+  backend.copy(host, a.table);
+  return a;
+}
+
 DevicePrefetcher::DevicePrefetcher(BatchSource& source, Backend& backend, StepProfiler* profiler,
                                    DeviceAugment augment)
     : source_(source), backend_(backend), profiler_(profiler), augment_(std::move(augment)) {}

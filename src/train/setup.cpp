@@ -59,20 +59,6 @@ ImageFormat loader_format(const TrainConfig& c, const Backend& backend) {
   return {backend.compute_dtype(), backend.layout()};
 }
 
-namespace {
-
-DeviceAugment device_augment(const TrainConfig& c, const Normalization& norm, int pad,
-                             Backend& backend) {
-  if (c.augment_on != "device") return {};
-  std::vector<float> table = normalization_table(norm);
-  const Tensor host = Tensor::view(table.data(), {static_cast<int64_t>(table.size())}, DType::f32);
-  DeviceAugment a{backend.zeros(host.shape(), DType::f32), pad};
-  backend.copy(host, a.table);
-  return a;
-}
-
-}  // namespace
-
 TrainSource make_train_source(const TrainConfig& c, const Split& train, const World& world,
                               Backend& backend) {
   TrainSource s;
@@ -80,7 +66,7 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
   const ImageFormat format = loader_format(c, backend);
   if (!train.images.empty()) {
     s.norm = channel_statistics(train);
-    s.augment = device_augment(c, s.norm, lc.pad, backend);
+    if (c.augment_on == "device") s.augment = make_device_augment(s.norm, lc.pad, backend);
     s.writer = std::make_unique<ImageWriter>(train, s.norm, lc.pad, format.dtype, format.layout);
     s.batches = std::make_unique<Loader>(
         train, *s.writer,
@@ -93,7 +79,7 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
       "train images ({:.1f} MB) exceed --memory-budget-mb {}: streaming windows of {} images",
       train.count * train.image_bytes() / 1e6, c.memory_budget_mb, window);
   s.norm = StreamingLoader::statistics(data_path(c), "train", train, window);
-  s.augment = device_augment(c, s.norm, lc.pad, backend);
+  if (c.augment_on == "device") s.augment = make_device_augment(s.norm, lc.pad, backend);
   s.batches =
       std::make_unique<StreamingLoader>(data_path(c), "train", train, window, s.norm, format.dtype,
                                         format.layout, world.size(), world.rank(), lc, backend);

@@ -121,10 +121,8 @@ std::vector<std::vector<uint8_t>> prefetched_batches(const Dataset& d, bool on_d
   c.seed = 5;
   Loader loader(d.train, writer, DistributedSampler(d.train.count, 1, 0, true, ShardTail::pad, 5),
                 c, backend);
-  DeviceAugment augment;
-  std::vector<float> table = normalization_table(norm);
-  if (on_device)
-    augment = {Tensor::view(table.data(), {static_cast<int64_t>(table.size())}, DType::f32), kPad};
+  const DeviceAugment augment =
+      on_device ? make_device_augment(norm, kPad, backend) : DeviceAugment{};
   DevicePrefetcher prefetcher(loader, backend, nullptr, augment);
   std::vector<std::vector<uint8_t>> out;
   for (int epoch = 0; epoch < 2; ++epoch) {

@@ -50,7 +50,6 @@ class ImageWriter {
   int pad() const { return pad_; }
   // Whether write() leaves the augmentation to the device.
   bool raw() const { return dtype_ == DType::u8; }
-  const std::vector<float>& table() const { return table_; }
 
   void write(int64_t index, Crop crop, void* out) const;
 

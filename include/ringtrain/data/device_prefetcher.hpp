@@ -1,5 +1,6 @@
 #pragma once
 #include "ringtrain/backend/backend.hpp"
+#include "ringtrain/data/augment.hpp"
 #include "ringtrain/data/batch_source.hpp"
 #include "ringtrain/prof/step_profiler.hpp"
 
@@ -17,6 +18,8 @@ struct DeviceAugment {
   Tensor table;
   int pad = 0;
 };
+// The table of `norm` uploaded to the backend's device.
+DeviceAugment make_device_augment(const Normalization& norm, int pad, Backend& backend);
 
 // Keeps the host-to-device copy of batch k+1 in flight while batch k computes: next() waits for
 // batch k's copy, issues batch k+1's into the other buffer, and returns batch k. A raw batch is
