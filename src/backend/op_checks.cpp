@@ -23,6 +23,8 @@ const char* conv_pass_name(ConvPass pass) {
 void check_conv(ConvPass pass, const ConvGeometry& g, const Tensor& x, const Tensor& w,
                 const Tensor& y) {
   const char* op = conv_pass_name(pass);
+  RT_CHECK(g.stride > 0 && g.pad >= 0 && g.r > 0 && g.s > 0, op, ": invalid ", g.str());
+  RT_CHECK(g.p() > 0 && g.q() > 0, op, ": ", g.str(), ": the input is smaller than the window");
   check_shape(op, pass == ConvPass::backward_data ? "input gradient" : "input", x,
               {g.n, g.c, g.h, g.w});
   check_shape(op, pass == ConvPass::backward_filter ? "weight gradient" : "weight", w,
@@ -32,6 +34,9 @@ void check_conv(ConvPass pass, const ConvGeometry& g, const Tensor& x, const Ten
 }
 
 void check_pool(const char* op, const PoolGeometry& g, const Tensor& x, const Tensor& y) {
+  RT_CHECK(g.stride > 0 && g.pad >= 0 && g.window > 0 && g.p() > 0 && g.q() > 0, op, ": a ", g.h,
+           "x", g.w, " input does not fit a ", g.window, "x", g.window, " window with stride ",
+           g.stride, " and padding ", g.pad);
   check_shape(op, "input", x, {g.n, g.c, g.h, g.w});
   check_shape(op, "output", y, {g.n, g.c, g.p(), g.q()});
 }

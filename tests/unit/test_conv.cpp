@@ -92,6 +92,104 @@ INSTANTIATE_TEST_SUITE_P(
                       geometry(40, 3, 2, 2, 2, 3, 1, 1),    // many small images: grouped GEMMs
                       geometry(33, 4, 2, 2, 3, 1, 1, 0)));  // grouped pointwise, ragged last group
 
+// Input and weight gradients of direct_conv by the same direct loops.
+void direct_conv_backward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& dy,
+                          Tensor& dx, Tensor& dw) {
+  const double *px = x.data<double>(), *pw = w.data<double>(), *pdy = dy.data<double>();
+  double *pdx = dx.data<double>(), *pdw = dw.data<double>();
+  for (int n = 0; n < g.n; ++n)
+    for (int k = 0; k < g.k; ++k)
+      for (int p = 0; p < g.p(); ++p)
+        for (int q = 0; q < g.q(); ++q)
+          for (int c = 0; c < g.c; ++c)
+            for (int r = 0; r < g.r; ++r)
+              for (int t = 0; t < g.s; ++t) {
+                const int h = p * g.stride - g.pad + r, wi = q * g.stride - g.pad + t;
+                if (h < 0 || h >= g.h || wi < 0 || wi >= g.w) continue;
+                const double d = pdy[((n * g.k + k) * g.p() + p) * g.q() + q];
+                const int64_t xi = ((n * g.c + c) * g.h + h) * g.w + wi;
+                const int64_t wj = ((k * g.c + c) * g.r + r) * g.s + t;
+                pdx[xi] += d * pw[wj];
+                pdw[wj] += d * px[xi];
+              }
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const ConvGeometry& g, const char* what) {
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(got.data<double>()[i], want.data<double>()[i], 1e-12)
+        << what << " of " << g.str() << " at " << i;
+}
+
+// Every convolution a ResNet has (1x1 stride 1 and 2, 3x3 stride 1 and 2, the 7x7/2 imagenet
+// stem) on every map of 1 to 9 pixels a side, square and not: the small maps are where the
+// valid-range arithmetic has negative numerators. Run under ASan, an off-by-one there is a
+// heap-buffer-overflow; in the release build, a wrong value.
+std::vector<ConvGeometry> small_map_geometries() {
+  const int kernels[][3] = {{1, 1, 0}, {1, 2, 0}, {3, 1, 1}, {3, 2, 1}, {7, 2, 3}};
+  std::vector<ConvGeometry> all;
+  for (const auto& k : kernels)
+    for (int h = 1; h <= 9; ++h)
+      for (int w : h == 5 ? std::vector<int>{5} : std::vector<int>{h, 10 - h}) {
+        const ConvGeometry g = geometry(2, 3, h, w, 2, k[0], k[1], k[2]);
+        if (g.p() > 0 && g.q() > 0) all.push_back(g);
+      }
+  return all;
+}
+
+class SmallMapConvTest : public ::testing::TestWithParam<ConvGeometry> {};
+
+TEST_P(SmallMapConvTest, AllPassesMatchTheDirectLoops) {
+  const ConvGeometry g = GetParam();
+  std::mt19937_64 rng(3);
+  Tensor x = random_tensor<double>({g.n, g.c, g.h, g.w}, rng);
+  Tensor w = random_tensor<double>({g.k, g.c, g.r, g.s}, rng);
+  Tensor dy = random_tensor<double>({g.n, g.k, g.p(), g.q()}, rng);
+  CpuBackend backend(2);
+  Tensor y = Tensor::zeros(dy.shape(), DType::f64);
+  Tensor dx = Tensor::zeros(x.shape(), DType::f64), dw = Tensor::zeros(w.shape(), DType::f64);
+  backend.conv_forward(g, x, w, y);
+  backend.conv_backward_data(g, dy, w, dx);
+  backend.conv_backward_filter(g, x, dy, dw);
+  Tensor ref_dx = Tensor::zeros(x.shape(), DType::f64),
+         ref_dw = Tensor::zeros(w.shape(), DType::f64);
+  direct_conv_backward(g, x, w, dy, ref_dx, ref_dw);
+  expect_close(y, direct_conv(g, x, w), g, "forward");
+  expect_close(dx, ref_dx, g, "input gradient");
+  expect_close(dw, ref_dw, g, "weight gradient");
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes1To9, SmallMapConvTest, ::testing::ValuesIn(small_map_geometries()),
+                         [](const ::testing::TestParamInfo<ConvGeometry>& info) {
+                           const ConvGeometry& g = info.param;
+                           return str_cat("k", g.r, "_stride", g.stride, "_pad", g.pad, "_", g.h,
+                                          "x", g.w);
+                         });
+
+TEST(Conv, OutputExtentRoundsDownForNegativeNumerators) {
+  // A 1-pixel map under a 3x3 kernel with stride 2 and no padding has no output; truncation
+  // toward zero would say 1.
+  EXPECT_EQ(geometry(1, 1, 1, 1, 1, 3, 2, 0).p(), 0);
+  EXPECT_EQ(geometry(1, 1, 2, 2, 1, 7, 2, 2).q(), 0);
+  EXPECT_EQ(floor_div(-1, 2), -1);
+  EXPECT_EQ(floor_div(-4, 2), -2);
+  EXPECT_EQ(floor_div(5, 2), 2);
+  EXPECT_EQ(ceil_div(-1, 2), 0);
+  EXPECT_EQ(ceil_div(3, 2), 2);
+}
+
+TEST(Conv, InputSmallerThanTheWindowIsRefused) {
+  CpuBackend backend(1);
+  const ConvGeometry g = geometry(1, 1, 1, 1, 1, 3, 2, 0);
+  Tensor x = Tensor::zeros({1, 1, 1, 1}, DType::f32), w = Tensor::zeros({1, 1, 3, 3}, DType::f32);
+  Tensor y = Tensor::zeros({1, 1, 1, 1}, DType::f32);
+  try {
+    backend.conv_forward(g, x, w, y);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("smaller than the window"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Conv, ShapeMismatchNamesTheOperandAndShapes) {
   CpuBackend backend(1);
   const ConvGeometry g = geometry(1, 3, 8, 8, 4, 3, 1, 1);

@@ -48,9 +48,9 @@ struct ValidRange {
   int lo, hi;
 };
 ValidRange valid_outputs(int j, int pad, int stride, int w, int q) {
-  const int first = j >= pad ? 0 : (pad - j + stride - 1) / stride;
-  const int last = (w - 1 + pad - j) / stride;  // floor; may be negative
-  return {std::min(first, q), std::clamp(last + 1, std::min(first, q), q)};
+  const int first = std::clamp(ceil_div(pad - j, stride), 0, q);
+  const int last = floor_div(w - 1 + pad - j, stride);  // negative when no column is inside
+  return {first, std::clamp(last + 1, first, q)};
 }
 
 // col[(ci*r+i)*s+j][col0 + oh*q+ow] = x[ci][oh*stride-pad+i][ow*stride-pad+j] (0 outside).
