@@ -1,6 +1,8 @@
 #include "ringtrain/dist/world.hpp"
 
 #include <cstdio>
+#include <map>
+#include <vector>
 
 #include "ringtrain/core/error.hpp"
 
@@ -53,6 +55,41 @@ void World::abort(const std::string& message, int code) const {
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::abort();
+}
+
+namespace {
+
+// "0-1" for a run of consecutive ranks, "0,2,4" otherwise.
+std::string rank_list(const std::vector<int>& ranks) {
+  if (ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size()))
+    return ranks.size() == 1 ? std::to_string(ranks[0]) : str_cat(ranks.front(), "-", ranks.back());
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
+  return s;
+}
+
+}  // namespace
+
+std::string describe_placement(const World& world) {
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  RT_MPI_CHECK(MPI_Get_processor_name(mine, &length));
+  std::vector<char> all(static_cast<size_t>(MPI_MAX_PROCESSOR_NAME) * world.size());
+  RT_MPI_CHECK(MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
+                             MPI_MAX_PROCESSOR_NAME, MPI_CHAR, world.comm()));
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<int>> ranks;
+  for (int r = 0; r < world.size(); ++r) {
+    const std::string name(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    if (ranks[name].empty()) order.push_back(name);
+    ranks[name].push_back(r);
+  }
+  std::string s = str_cat(world.size(), world.size() == 1 ? " rank" : " ranks", " on ",
+                          order.size(), order.size() == 1 ? " node:" : " nodes:");
+  for (size_t i = 0; i < order.size(); ++i)
+    s += str_cat(i ? ", " : " ", order[i], ranks[order[i]].size() == 1 ? " rank " : " ranks ",
+                 rank_list(ranks[order[i]]));
+  return s;
 }
 
 }  // namespace ringtrain

@@ -12,6 +12,7 @@
 #include "ringtrain/data/streaming_loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/dist/device_assignment.hpp"
+#include "ringtrain/dist/world.hpp"
 
 namespace ringtrain {
 
@@ -25,17 +26,32 @@ int64_t budget_bytes(const TrainConfig& c) {
   return static_cast<int64_t>(c.memory_budget_mb * 1e6);
 }
 
+// Writes the synthetic dataset to `path` when it is not there; true when it wrote it.
+bool write_synthetic_if_missing(const std::string& path) {
+  if (std::filesystem::exists(path)) return false;
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir);
+  write_hdf5_dataset(path, make_synthetic(SynthConfig{}));
+  return true;
+}
+
 }  // namespace
 
 Dataset load_data(const TrainConfig& c, Communicator& comm) {
   if (!c.data.empty()) return read_hdf5_dataset(c.data, budget_bytes(c));
-  if (comm.rank() == 0 && !std::filesystem::exists(c.synth_path)) {
-    spdlog::info("no --data given: writing the synthetic dataset {}", c.synth_path);
-    const auto dir = std::filesystem::path(c.synth_path).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir);
-    write_hdf5_dataset(c.synth_path, make_synthetic(SynthConfig{}));
-  }
+  // Note: rank 0 writes the file first. Where --synth-path is on a node's own disk (node-local
+  // scratch), the other nodes do not see it, so the first rank of each node then writes its
+  // own copy; on a shared file system the file is there after the barrier and nothing is
+  // written twice. The dataset is a pure function of its settings, so the copies are equal.
+  double written = comm.rank() == 0 && write_synthetic_if_missing(c.synth_path) ? 1 : 0;
   comm.barrier();
+  if (comm.rank() != 0 && World::get().local_rank() == 0 &&
+      write_synthetic_if_missing(c.synth_path))
+    written = 1;
+  comm.all_reduce_host(&written, 1, ReduceOp::sum);
+  if (written > 0)
+    spdlog::info("no --data given: wrote the synthetic dataset {} on {} node(s)", c.synth_path,
+                 written);
   spdlog::info("no --data given: using the synthetic dataset {}", c.synth_path);
   return read_hdf5_dataset(c.synth_path, budget_bytes(c));
 }

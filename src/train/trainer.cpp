@@ -149,6 +149,10 @@ TrainResult train(const TrainConfig& requested) {
                        CommOptions{requested.comm_timeout_s, requested.debug_collectives,
                                    requested.debug_comm_delay_ms * 1e-3});
   if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
+  if (world.size() > 1) {
+    const std::string placement = describe_placement(world);  // collective: every rank calls it
+    spdlog::info("{}", placement);
+  }
   TrainConfig config = per_rank_config(requested, world.size());
   const Dataset data = load_data(config, comm);
   ResNetConfig mc = config.model;

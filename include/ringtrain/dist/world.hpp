@@ -33,6 +33,10 @@ class World {
   MPI_Comm local_ = MPI_COMM_NULL;
 };
 
+// Where the ranks run, for rank 0's log: "4 ranks on 2 nodes: node1 ranks 0-1, node2 ranks 2-3"
+// (node names as MPI reports them; nodes in the order of their first rank). Collective.
+std::string describe_placement(const World& world);
+
 // Throws an Error naming the call and the MPI error string when an MPI call fails.
 void check_mpi(int code, const char* call);
 #define RT_MPI_CHECK(call) ::ringtrain::check_mpi((call), #call)
