@@ -106,7 +106,7 @@ TEST(Hdf5Files, RoundTripOfClassNamesKeepsUtf8) {
 
 // An optional filter the writer lacked is skipped and so marked in each chunk: the file reads.
 TEST(Hdf5Files, SkippedOptionalFilterIsNoReasonToRefuse) {
-  ASSERT_EQ(H5Zfilter_avail(32000), 0) << "this HDF5 library has LZF; the test needs one without";
+  if (H5Zfilter_avail(32000) != 0) GTEST_SKIP() << "this HDF5 library has LZF (filter 32000)";
   const std::string path = write_three_classes("optional_filter.h5");
   hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0);
