@@ -10,10 +10,10 @@ enum class BadDataset {
   wrong_rank,       // /train/images is [N, H*W*C]
   wrong_dtype,      // /train/images holds float32
   labels_out_of_range,
-  count_mismatch,      // fewer labels than images
-  empty_split,         // zero images
-  truncated,           // a valid file cut in half
-  not_hdf5,            // plain text
+  count_mismatch,  // fewer labels than images
+  empty_split,     // zero images
+  truncated,       // a valid file cut in half
+  not_hdf5,        // plain text
   // The kinds below spoil an otherwise valid file.
   classes_integer,     // the `classes` attribute holds int32 [3]
   classes_rank2,       // the `classes` attribute holds strings [1, 3]
