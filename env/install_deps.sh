@@ -11,7 +11,7 @@ packages=(
   libopenblas-dev libdnnl-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev
-  python3 python3-matplotlib
+  python3 python3-matplotlib python3-h5py
   slurmctld slurmd slurm-client
 )
 

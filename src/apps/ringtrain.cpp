@@ -48,8 +48,19 @@ const CLI::Validator kWorkers(
     },
     "INT|auto");
 
+// A file path, never empty: an empty --data would silently mean synthetic data (leaving the flag
+// out is how to ask for that).
+const CLI::Validator kFilePath(
+    [](std::string& value) -> std::string {
+      return value.empty() ? "an empty path: give an HDF5 file" : "";
+    },
+    "FILE");
+
 void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
-  cmd.add_option("--data", c.data, "HDF5 dataset (DESIGN §6 schema); default: synthetic data");
+  cmd.add_option("--data", c.data,
+                 str_cat("HDF5 dataset (schema: docs/ARCHITECTURE.md; at most ", kMaxClasses,
+                         " classes); default: synthetic data"))
+      ->check(kFilePath);
   cmd.add_option("--synth-path", c.synth_path, "where the default synthetic dataset is written")
       ->capture_default_str();
   cmd.add_option("--device", device, "auto (CUDA when a GPU is visible), cpu or cuda")
@@ -254,7 +265,7 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("--gzip", convert_gzip, "compression level 0-9")->check(CLI::Range(0, 9));
   std::string inspect_path;
   CLI::App* inspect_cmd = data_cmd->add_subcommand("inspect", "summarise an HDF5 dataset");
-  inspect_cmd->add_option("file", inspect_path, "HDF5 file")->required();
+  inspect_cmd->add_option("file", inspect_path, "HDF5 file")->required()->check(kFilePath);
 
   try {
     app.parse(argc, argv);

@@ -14,6 +14,13 @@ enum class BadDataset {
   empty_split,     // zero images
   truncated,       // a valid file cut in half
   not_hdf5,        // plain text
+  // The kinds below spoil an otherwise valid file.
+  classes_integer,     // the `classes` attribute holds int32 [3]
+  classes_rank2,       // the `classes` attribute holds strings [1, 3]
+  huge_label,          // label 2^31-1 and no `classes` attribute
+  chunks_unwritten,    // /train/images chunked by image, two of its four chunks never written
+  labels_unwritten,    // /train/labels created but never written
+  filter_unavailable,  // /train/images compressed with LZF (filter 32000), absent from libhdf5
 };
 
 struct BadDatasetCase {

@@ -16,7 +16,8 @@ struct Split {
   const uint8_t* image(int64_t i) const { return images.data() + i * image_bytes(); }
 };
 
-// The DESIGN §6 schema: /train and /test splits and the class names.
+// A data file's content (schema: docs/ARCHITECTURE.md): /train and /test splits and the class
+// names.
 struct Dataset {
   Split train, test;
   std::vector<std::string> class_names;

@@ -6,10 +6,16 @@
 
 namespace ringtrain {
 
-// Reads both splits of an HDF5 file in the DESIGN §6 schema into memory, validating rank,
-// dims, dtype, label range and counts; errors name the file and the dataset. When the train
-// images exceed max_train_image_bytes they are left on disk (train.images stays empty; labels
-// and dims are read) for streaming with read_hdf5_images.
+// The most classes a data file may have: a label beyond it is taken for corruption rather than
+// a reason to allocate that many classes.
+constexpr int kMaxClasses = 100000;
+
+// Reads both splits of an HDF5 file in the schema of docs/ARCHITECTURE.md into memory,
+// validating that the path is a readable regular file, rank, dims, dtype, label range, counts,
+// the `classes` attribute (any string type), the filters (each available) and the storage
+// (every chunk written); errors name the file and the dataset. When the train images exceed
+// max_train_image_bytes they are left on disk (train.images stays empty; labels and dims are
+// read) for streaming with read_hdf5_images.
 Dataset read_hdf5_dataset(const std::string& path, int64_t max_train_image_bytes = INT64_MAX);
 
 // Reads images [first, first + count) of a split into out (NHWC uint8).
