@@ -26,14 +26,18 @@ finish() {
 
 "$bin" data synth --out "$dir/data.h5" --train 512 --test 64 --height 16 --width 16 >/dev/null
 model=(--depth 18 --width 0.125 --threads 1 --workers 1 --no-eval --log-interval 0)
-# run_train ARGS...: one rank, bounded; --data and --batch-size may be overridden after ARGS.
-run_train() { timeout 120 "$bin" train --data "$dir/data.h5" --batch-size 16 "${model[@]}" "$@"; }
-# run_train_np RANKS ARGS...: the same under mpirun.
+data=$dir/data.h5 # what --data the runs get
+# run_train ARGS...: one rank, bounded, on $data; batch 16 unless ARGS set --batch-size.
+run_train() {
+  local batch=(--batch-size 16)
+  [[ " $* " == *" --batch-size "* ]] && batch=()
+  timeout 120 "$bin" train --data "$data" "${batch[@]}" "${model[@]}" "$@"
+}
+# run_train_np RANKS ARGS...: under mpirun, on $data.
 run_train_np() {
   local ranks=$1
   shift
-  timeout 120 "$mpiexec" -n "$ranks" --oversubscribe "$bin" train --data "$dir/data.h5" \
-    "${model[@]}" "$@"
+  timeout 120 "$mpiexec" -n "$ranks" --oversubscribe "$bin" train --data "$data" "${model[@]}" "$@"
 }
 
 # mount_tmpfs DIR KIB [ro]: a tmpfs of KIB KiB at DIR, or "skip" and exit 0 where mounting is not
