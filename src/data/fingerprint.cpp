@@ -1,5 +1,6 @@
 #include "ringtrain/data/fingerprint.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "ringtrain/core/error.hpp"
@@ -9,7 +10,7 @@
 namespace ringtrain {
 namespace {
 
-constexpr int64_t kSampledImages = 16;  // per split
+constexpr hsize_t kSampledRun = 8;  // the first and the last images of each split
 
 // "int4[50000]": the element type and the dimensions, which the fingerprint covers.
 std::string describe(hid_t ds, std::vector<hsize_t>& dims, const std::string& what) {
@@ -49,21 +50,27 @@ void add_split(hid_t file, const std::string& path, const std::string& split,
   const auto* label_bytes = reinterpret_cast<const unsigned char*>(values.data());
   bytes.insert(bytes.end(), label_bytes, label_bytes + values.size() * sizeof(int64_t));
 
-  const int64_t n = static_cast<int64_t>(image_dims[0]);
-  hsize_t count[4] = {1, image_dims[1], image_dims[2], image_dims[3]};
-  std::vector<unsigned char> image(count[1] * count[2] * count[3]);
+  // Note: two runs of consecutive images, so that a gzipped file decompresses two chunks, not
+  // one per sampled image (1.3 s for CIFAR-10 at one image per chunk).
+  const hsize_t n = image_dims[0], run = std::min<hsize_t>(n, kSampledRun);
+  hsize_t count[4] = {run, image_dims[1], image_dims[2], image_dims[3]};
+  std::vector<unsigned char> images_read(run * count[1] * count[2] * count[3]);
   Hdf5Handle file_space(H5Dget_space(images.get()), H5Sclose);
+  hdf5_check(file_space.get(),
+             str_cat("data fingerprint: ", path, ": H5Dget_space of ", images_name));
   Hdf5Handle memory(H5Screate_simple(4, count, nullptr), H5Sclose);
-  for (int64_t k = 0; k < kSampledImages; ++k) {
-    hsize_t start[4] = {static_cast<hsize_t>(k * (n - 1) / (kSampledImages - 1)), 0, 0, 0};
+  hdf5_check(memory.get(), "data fingerprint: H5Screate_simple");
+  for (const hsize_t first : {hsize_t{0}, n - run}) {
+    const hsize_t start[4] = {first, 0, 0, 0};
+    const std::string what = str_cat("data fingerprint: ", path, ": images ", first, "-",
+                                     first + run - 1, " of ", images_name);
     hdf5_check(
         H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
-        str_cat("data fingerprint: ", path, ": selecting image ", start[0], " of ", images_name));
-    hdf5_check(
-        H5Dread(images.get(), H5T_NATIVE_UCHAR, memory.get(), file_space.get(), H5P_DEFAULT,
-                image.data()),
-        str_cat("data fingerprint: ", path, ": H5Dread of image ", start[0], " of ", images_name));
-    bytes.insert(bytes.end(), image.begin(), image.end());
+        what + ": H5Sselect_hyperslab");
+    hdf5_check(H5Dread(images.get(), H5T_NATIVE_UCHAR, memory.get(), file_space.get(), H5P_DEFAULT,
+                       images_read.data()),
+               what + ": H5Dread");
+    bytes.insert(bytes.end(), images_read.begin(), images_read.end());
   }
 }
 
