@@ -99,7 +99,7 @@ herr_t visit_error(unsigned n, const H5E_error2_t* e, void* data) {
 
 void Hdf5Handle::close(const std::string& what) {
   const hid_t id = id_;
-  id_ = -1;  // Note: HDF5 releases the identifier even when the close fails
+  id_ = -1;  // Note: the destructor must not retry a close that failed
   hdf5_check(close_(id), what);
 }
 
