@@ -12,6 +12,7 @@
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/dist/world.hpp"
+#include "ringtrain/train/checkpoint.hpp"
 #include "ringtrain/train/diagnose.hpp"
 #include "ringtrain/train/trainer.hpp"
 
@@ -267,6 +268,13 @@ int main(int argc, char** argv) {
   CLI::App* inspect_cmd = data_cmd->add_subcommand("inspect", "summarise an HDF5 dataset");
   inspect_cmd->add_option("file", inspect_path, "HDF5 file")->required()->check(kFilePath);
 
+  std::string any_inspect_path;
+  CLI::App* any_inspect_cmd = app.add_subcommand(
+      "inspect",
+      "summarise a checkpoint (its meta, every dataset verified against its checksum) or a "
+      "dataset (as data inspect)");
+  any_inspect_cmd->add_option("file", any_inspect_path, "checkpoint or HDF5 dataset")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -296,6 +304,12 @@ int main(int argc, char** argv) {
       write_hdf5_dataset(convert_out, d, convert_gzip);
       spdlog::info("wrote {}: {} train and {} test images", convert_out, d.train.count,
                    d.test.count);
+    } else if (*any_inspect_cmd) {
+      std::fputs((is_checkpoint(any_inspect_path)
+                      ? inspect_checkpoint(any_inspect_path)
+                      : inspect_dataset(read_hdf5_dataset(any_inspect_path), any_inspect_path))
+                     .c_str(),
+                 stdout);
     } else if (*inspect_cmd) {
       std::fputs(inspect_dataset(read_hdf5_dataset(inspect_path), inspect_path).c_str(), stdout);
     } else if (*synth_cmd) {

@@ -1,9 +1,14 @@
 #include "ringtrain/train/checkpoint.hpp"
 
-#include <algorithm>
-#include <filesystem>
-#include <map>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "ringtrain/core/hash.hpp"
 #include "ringtrain/core/hdf5_file.hpp"
 
 namespace ringtrain {
@@ -11,6 +16,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using Handle = Hdf5Handle;
+
+// Checkpoints written before checksums had no `format` attribute.
+constexpr int64_t kFormat = 2;
+const char* const kGroups[] = {"params", "momentum", "buffers"};
 
 // The checkpoint's groups and, for each, the tensor of a parameter or buffer.
 struct Section {
@@ -21,68 +30,157 @@ struct Section {
 
 std::vector<Section> sections(const ParameterSet& params, const Tensor& momentum) {
   ParameterSet& p = const_cast<ParameterSet&>(params);
-  return {{"params", &params.param_infos(), p.flat_params()},
-          {"momentum", &params.param_infos(), momentum},
-          {"buffers", &params.buffer_infos(), p.flat_buffers()}};
+  return {{kGroups[0], &params.param_infos(), p.flat_params()},
+          {kGroups[1], &params.param_infos(), momentum},
+          {kGroups[2], &params.buffer_infos(), p.flat_buffers()}};
 }
 
-void write_attr(hid_t file, const char* name, double value) {
+void write_attr(hid_t object, const char* name, hid_t type, const void* value) {
+  const std::string what = str_cat("checkpoint: attribute ", name);
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle attr(H5Acreate2(file, name, H5T_NATIVE_DOUBLE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-              H5Aclose);
-  RT_CHECK(attr.ok() && H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &value) >= 0,
-           "checkpoint: cannot write attribute ", name);
+  hdf5_check(space.get(), what + ": H5Screate");
+  Handle attr(H5Acreate2(object, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  hdf5_check(attr.get(), what + ": H5Acreate2");
+  hdf5_check(H5Awrite(attr.get(), type, value), what + ": H5Awrite");
+  attr.close(what + ": H5Aclose");
 }
 
-void write_attr(hid_t file, const char* name, const std::string& value) {
-  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+void write_number(hid_t object, const char* name, int64_t value) {
+  write_attr(object, name, H5T_NATIVE_INT64, &value);
+}
+
+void write_number(hid_t object, const char* name, uint64_t value) {
+  write_attr(object, name, H5T_NATIVE_UINT64, &value);
+}
+
+void write_number(hid_t object, const char* name, double value) {
+  write_attr(object, name, H5T_NATIVE_DOUBLE, &value);
+}
+
+void write_text(hid_t object, const char* name, const std::string& value) {
   Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type.get(), std::max<size_t>(1, value.size()));
-  Handle attr(H5Acreate2(file, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  RT_CHECK(attr.ok() && H5Awrite(attr.get(), type.get(), value.c_str()) >= 0,
-           "checkpoint: cannot write attribute ", name);
+  hdf5_check(type.get(), str_cat("checkpoint: attribute ", name, ": H5Tcopy"));
+  hdf5_check(H5Tset_size(type.get(), std::max<size_t>(1, value.size())),
+             str_cat("checkpoint: attribute ", name, ": H5Tset_size"));
+  write_attr(object, name, type.get(), value.c_str());
 }
 
-double read_number(hid_t file, const std::string& path, const char* name) {
-  Handle attr(H5Aopen(file, name, H5P_DEFAULT), H5Aclose);
-  double value = 0;
-  RT_CHECK(attr.ok() && H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value) >= 0, "checkpoint: ", path,
+template <class T>
+T read_number(hid_t object, const std::string& where, const char* name, hid_t type) {
+  Handle attr(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  T value{};
+  RT_CHECK(attr.ok() && H5Aread(attr.get(), type, &value) >= 0, "checkpoint: ", where,
            ": attribute ", name, " missing or unreadable");
   return value;
+}
+
+int64_t read_int(hid_t file, const std::string& path, const char* name) {
+  return read_number<int64_t>(file, path, name, H5T_NATIVE_INT64);
 }
 
 std::string read_text(hid_t file, const std::string& path, const char* name) {
   Handle attr(H5Aopen(file, name, H5P_DEFAULT), H5Aclose);
   RT_CHECK(attr.ok(), "checkpoint: ", path, ": attribute ", name, " missing");
   Handle type(H5Aget_type(attr.get()), H5Tclose);
+  hdf5_check(type.get(), str_cat("checkpoint: ", path, ": attribute ", name, ": H5Aget_type"));
   std::string value(H5Tget_size(type.get()), '\0');
   RT_CHECK(H5Aread(attr.get(), type.get(), value.data()) >= 0, "checkpoint: ", path, ": attribute ",
            name, " unreadable");
   return value.substr(0, value.find('\0'));
 }
 
+// Every field, one per line: what `meta_xxh64` covers.
+std::string serialise(const CheckpointMeta& m) {
+  return str_cat(m.step, "\n", m.epoch, "\n", m.samples_in_epoch, "\n", m.seed, "\n",
+                 m.batch_per_rank, "\n", m.world_size, "\n", m.accum_steps, "\n", m.sample_order,
+                 "\n", m.loss_scale, "\n", m.loss_scale_clean_steps, "\n", m.model, "\n", m.data,
+                 "\n", m.data_fingerprint, "\n", m.config, "\n", m.version);
+}
+
+void write_meta(hid_t file, const CheckpointMeta& m) {
+  write_number(file, "format", kFormat);
+  write_number(file, "step", m.step);
+  write_number(file, "epoch", m.epoch);
+  write_number(file, "samples_in_epoch", m.samples_in_epoch);
+  write_number(file, "seed", m.seed);
+  write_number(file, "batch_per_rank", m.batch_per_rank);
+  write_number(file, "world_size", int64_t{m.world_size});
+  write_number(file, "accum_steps", int64_t{m.accum_steps});
+  write_text(file, "sample_order", m.sample_order);
+  write_number(file, "loss_scale", m.loss_scale);
+  write_number(file, "loss_scale_clean_steps", int64_t{m.loss_scale_clean_steps});
+  write_text(file, "model", m.model);
+  write_text(file, "data", m.data);
+  write_text(file, "data_fingerprint", m.data_fingerprint);
+  write_text(file, "config", m.config);
+  write_text(file, "version", m.version);
+  const std::string all = serialise(m);
+  write_number(file, "meta_xxh64", xxh64(all.data(), all.size()));
+}
+
+CheckpointMeta read_meta(hid_t f, const std::string& path) {
+  const int64_t format = H5Aexists(f, "format") > 0 ? read_int(f, path, "format") : 1;
+  RT_CHECK(format == kFormat, "checkpoint: ", path, " has format ", format, ", this ringtrain ",
+           "reads format ", kFormat, " (checkpoints with checksums): start a new run or use the ",
+           "ringtrain that wrote it");
+  CheckpointMeta m;
+  m.step = read_int(f, path, "step");
+  m.epoch = read_int(f, path, "epoch");
+  m.samples_in_epoch = read_int(f, path, "samples_in_epoch");
+  m.seed = read_number<uint64_t>(f, path, "seed", H5T_NATIVE_UINT64);
+  m.batch_per_rank = read_int(f, path, "batch_per_rank");
+  m.world_size = static_cast<int>(read_int(f, path, "world_size"));
+  m.accum_steps = static_cast<int>(read_int(f, path, "accum_steps"));
+  m.sample_order = read_text(f, path, "sample_order");
+  m.loss_scale = read_number<double>(f, path, "loss_scale", H5T_NATIVE_DOUBLE);
+  m.loss_scale_clean_steps = static_cast<int>(read_int(f, path, "loss_scale_clean_steps"));
+  m.model = read_text(f, path, "model");
+  m.data = read_text(f, path, "data");
+  m.data_fingerprint = read_text(f, path, "data_fingerprint");
+  m.config = read_text(f, path, "config");
+  m.version = read_text(f, path, "version");
+  const std::string all = serialise(m);
+  RT_CHECK(read_number<uint64_t>(f, path, "meta_xxh64", H5T_NATIVE_UINT64) ==
+               xxh64(all.data(), all.size()),
+           "checkpoint: ", path,
+           ": the meta attributes do not match their checksum meta_xxh64: ", "the file is corrupt");
+  return m;
+}
+
 void write_tensor(hid_t group, const std::string& name, const Tensor& host) {
+  const std::string what = str_cat("checkpoint: dataset ", name);
   std::vector<hsize_t> dims(host.shape().begin(), host.shape().end());
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+  hdf5_check(space.get(), what + ": H5Screate_simple");
   Handle ds(H5Dcreate2(group, name.c_str(), H5T_NATIVE_FLOAT, space.get(), H5P_DEFAULT, H5P_DEFAULT,
                        H5P_DEFAULT),
             H5Dclose);
-  RT_CHECK(ds.ok() &&
-               H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host.raw()) >= 0,
-           "checkpoint: cannot write ", name);
+  hdf5_check(ds.get(), what + ": H5Dcreate2");
+  hdf5_check(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host.raw()),
+             what + ": H5Dwrite");
+  write_number(ds.get(), "xxh64", xxh64(host.raw(), host.nbytes()));
+  ds.close(what + ": H5Dclose");
 }
 
-// Opens a dataset and checks its element count; reads it into `host` when given.
-void read_tensor(hid_t file, const std::string& path, const std::string& name, int64_t numel,
-                 Tensor* host) {
+// Reads dataset `name` (`numel` values, or any number when numel < 0) into `values` and checks
+// it against its checksum.
+void read_verified(hid_t file, const std::string& path, const std::string& name, int64_t numel,
+                   std::vector<float>& values) {
   Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
   RT_CHECK(ds.ok(), "checkpoint: ", path, ": dataset ", name, " missing");
   Handle space(H5Dget_space(ds.get()), H5Sclose);
-  RT_CHECK(H5Sget_simple_extent_npoints(space.get()) == numel, "checkpoint: ", path, ": dataset ",
-           name, " has ", H5Sget_simple_extent_npoints(space.get()), " values, expected ", numel);
-  if (host)
-    RT_CHECK(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host->raw()) >= 0,
-             "checkpoint: ", path, ": dataset ", name, " unreadable (truncated?)");
+  const int64_t n = H5Sget_simple_extent_npoints(space.get());
+  RT_CHECK(numel < 0 || n == numel, "checkpoint: ", path, ": dataset ", name, " has ", n,
+           " values, expected ", numel);
+  values.resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  RT_CHECK(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
+           "checkpoint: ", path, ": dataset ", name, " unreadable (truncated?)");
+  const auto stored =
+      read_number<uint64_t>(ds.get(), path + ": dataset " + name, "xxh64", H5T_NATIVE_UINT64);
+  const uint64_t computed = xxh64(values.data(), values.size() * sizeof(float));
+  RT_CHECK(stored == computed, "checkpoint: ", path, ": dataset ", name,
+           " does not match its checksum (xxh64 stored ", hex64(stored), ", computed ",
+           hex64(computed), "): the file is corrupt");
 }
 
 Handle open_checkpoint(const std::string& path) {
@@ -93,18 +191,47 @@ Handle open_checkpoint(const std::string& path) {
   return file;
 }
 
+herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* names) {
+  static_cast<std::vector<std::string>*>(names)->push_back(name);
+  return 0;
+}
+
+// The datasets of a checkpoint's groups, as /GROUP/NAME.
+std::vector<std::string> dataset_names(hid_t file, const std::string& path) {
+  std::vector<std::string> all;
+  for (const char* group : kGroups) {
+    std::vector<std::string> names;
+    Handle g(H5Gopen2(file, group, H5P_DEFAULT), H5Gclose);
+    hdf5_check(g.get(), str_cat("checkpoint: ", path, ": group /", group));
+    hdf5_check(H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names),
+               str_cat("checkpoint: ", path, ": listing /", group));
+    for (const std::string& name : names) all.push_back(str_cat("/", group, "/", name));
+  }
+  return all;
+}
+
+// Whether `name` is ckpt-stepNNNNNNNN (8 digits) followed by `suffix`; the step in `step`.
+bool checkpoint_name(const std::string& name, const std::string& suffix, int64_t* step) {
+  const std::string prefix = "ckpt-step";
+  const size_t digits = 8;
+  if (name.size() != prefix.size() + digits + suffix.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(prefix.size() + digits, suffix.size(), suffix) != 0)
+    return false;
+  const std::string number = name.substr(prefix.size(), digits);
+  if (!std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  *step = std::stoll(number);
+  return true;
+}
+
 // The checkpoints of a folder by step, newest first.
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& dir) {
   std::vector<std::pair<int64_t, std::string>> found;
   if (!fs::is_directory(dir)) return found;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    long long step = 0;
-    char tail[8] = {};
-    if (std::sscanf(name.c_str(), "ckpt-step%lld.%3s", &step, tail) == 2 &&
-        std::string(tail) == "h5" && name.size() == std::string("ckpt-step00000000.h5").size())
+  int64_t step = 0;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (checkpoint_name(entry.path().filename().string(), ".h5", &step))
       found.emplace_back(step, entry.path().string());
-  }
   std::sort(found.rbegin(), found.rend());
   return found;
 }
@@ -113,62 +240,70 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
                       const Tensor& momentum, const CheckpointMeta& meta) {
-  const auto dir = fs::path(path).parent_path();
-  if (!dir.empty()) fs::create_directories(dir);
   write_hdf5_atomically(path, [&](hid_t file) {
     for (const Section& s : sections(params, momentum)) {
       Handle group(H5Gcreate2(file, s.group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-      RT_CHECK(group.ok(), "checkpoint: cannot create group ", s.group);
+      hdf5_check(group.get(), str_cat("checkpoint: H5Gcreate2 of /", s.group));
       for (const ParamInfo& info : *s.infos) {
         Tensor host = Tensor::zeros(info.shape, DType::f32);
         backend.copy(s.flat.slice(info.offset, info.shape), host);
         write_tensor(group.get(), info.name, host);
       }
+      group.close(str_cat("checkpoint: H5Gclose of /", s.group));
     }
-    write_attr(file, "step", double(meta.step));
-    write_attr(file, "epoch", double(meta.epoch));
-    write_attr(file, "batch_in_epoch", double(meta.batch_in_epoch));
-    write_attr(file, "world_size", double(meta.world_size));
-    write_attr(file, "global_batch", double(meta.global_batch));
-    write_attr(file, "loss_scale", meta.loss_scale);
-    write_attr(file, "loss_scale_clean_steps", double(meta.loss_scale_clean_steps));
-    write_attr(file, "model", meta.model);
-    write_attr(file, "data", meta.data);
-    write_attr(file, "config", meta.config);
-    write_attr(file, "version", meta.version);
+    write_meta(file, meta);
   });
 }
 
 CheckpointMeta read_checkpoint_meta(const std::string& path) {
   Handle file = open_checkpoint(path);
-  const hid_t f = file.get();
-  CheckpointMeta m;
-  m.step = static_cast<int64_t>(read_number(f, path, "step"));
-  m.epoch = static_cast<int64_t>(read_number(f, path, "epoch"));
-  m.batch_in_epoch = static_cast<int64_t>(read_number(f, path, "batch_in_epoch"));
-  m.world_size = static_cast<int>(read_number(f, path, "world_size"));
-  m.global_batch = static_cast<int64_t>(read_number(f, path, "global_batch"));
-  m.loss_scale = read_number(f, path, "loss_scale");
-  m.loss_scale_clean_steps = static_cast<int>(read_number(f, path, "loss_scale_clean_steps"));
-  m.model = read_text(f, path, "model");
-  m.data = read_text(f, path, "data");
-  m.config = read_text(f, path, "config");
-  m.version = read_text(f, path, "version");
-  return m;
+  return read_meta(file.get(), path);
+}
+
+int64_t verify_checkpoint(const std::string& path) {
+  Handle file = open_checkpoint(path);
+  read_meta(file.get(), path);
+  std::vector<float> values;
+  const std::vector<std::string> names = dataset_names(file.get(), path);
+  for (const std::string& name : names) read_verified(file.get(), path, name, -1, values);
+  return static_cast<int64_t>(names.size());
 }
 
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
                      Tensor& momentum) {
   Handle file = open_checkpoint(path);
+  std::vector<float> values;
   for (const Section& s : sections(params, momentum)) {
     for (const ParamInfo& info : *s.infos) {
+      const std::string name = str_cat("/", s.group, "/", info.name);
+      read_verified(file.get(), path, name, shape_numel(info.shape), values);
       Tensor host = Tensor::zeros(info.shape, DType::f32);
-      read_tensor(file.get(), path, str_cat("/", s.group, "/", info.name), host.numel(), &host);
+      std::copy(values.begin(), values.end(), static_cast<float*>(host.raw()));
       Tensor dst = s.flat.slice(info.offset, info.shape);
       backend.copy(host, dst);
     }
   }
   params.refresh_weights(backend);
+}
+
+bool is_checkpoint(const std::string& path) {
+  silence_hdf5();
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  return file.ok() && H5Lexists(file.get(), "params", H5P_DEFAULT) > 0;
+}
+
+std::string inspect_checkpoint(const std::string& path) {
+  const int64_t datasets = verify_checkpoint(path);
+  const CheckpointMeta m = read_checkpoint_meta(path);
+  return str_cat("checkpoint ", path, " (ringtrain ", m.version, ", format ", kFormat, ")\n",
+                 "  step ", m.step, ", epoch ", m.epoch + 1, " (", m.samples_in_epoch,
+                 " samples of it consumed)\n", "  global batch ", m.global_batch(), ": ",
+                 m.batch_per_rank, " per rank x ", m.world_size, " ranks x ", m.accum_steps,
+                 " micro-batches; seed ", m.seed, "; sample order: ", m.sample_order, "\n",
+                 "  model: ", m.model, "\n", "  data: ", m.data, ", fingerprint ",
+                 m.data_fingerprint, "\n", "  loss scale ", m.loss_scale, " (",
+                 m.loss_scale_clean_steps, " clean steps)\n", "  config: ", m.config, "\n  ",
+                 datasets, " datasets, every one matching its xxh64 checksum\n");
 }
 
 std::string checkpoint_path(const std::string& dir, int64_t step) {
@@ -180,7 +315,7 @@ std::string checkpoint_path(const std::string& dir, int64_t step) {
 std::string newest_checkpoint(const std::string& dir, std::vector<std::string>* skipped) {
   for (const auto& [step, path] : list_checkpoints(dir)) {
     try {
-      read_checkpoint_meta(path);
+      verify_checkpoint(path);
       return path;
     } catch (const Error& e) {
       if (skipped) skipped->push_back(e.what());
@@ -195,14 +330,25 @@ void prune_checkpoints(const std::string& dir, int keep) {
     fs::remove(found[i].second);
 }
 
-std::string checkpoint_mismatch(const CheckpointMeta& saved, const CheckpointMeta& now) {
-  if (saved.model != now.model)
-    return str_cat("it holds another model (", saved.model, "; this run: ", now.model, ")");
-  if (saved.data != now.data)
-    return str_cat("it was trained on other data (", saved.data, "; this run: ", now.data, ")");
-  if (saved.world_size != now.world_size)
-    return str_cat("it was written by ", saved.world_size, " ranks, this run has ", now.world_size);
-  return "";
+std::vector<std::string> prepare_checkpoint_dir(const std::string& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  RT_CHECK(!error, "--checkpoint-dir ", dir, ": cannot create it: ", error.message(),
+           "; choose a writable --checkpoint-dir");
+  const std::string probe = (fs::path(dir) / str_cat(".write-test-", getpid())).string();
+  const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  RT_CHECK(fd >= 0, "--checkpoint-dir ", dir,
+           " is not writable (creating a file there failed: ", std::strerror(errno),
+           "); choose a writable --checkpoint-dir");
+  RT_CHECK(close(fd) == 0 && unlink(probe.c_str()) == 0, "--checkpoint-dir ", dir,
+           ": removing the test file ", probe, " failed: ", std::strerror(errno));
+  std::vector<std::string> removed;
+  int64_t step = 0;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (checkpoint_name(entry.path().filename().string(), ".h5.tmp", &step))
+      removed.push_back(entry.path().string());
+  for (const std::string& path : removed) fs::remove(path);
+  return removed;
 }
 
 }  // namespace ringtrain

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
+#include <cstdio>
+
+#include "ringtrain/train/resume_position.hpp"
 
 namespace ringtrain {
 namespace {
@@ -40,32 +42,47 @@ Checkpointer::~Checkpointer() {
 RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor& momentum,
                                  LossScaler& scaler) {
   if (config_.resume.empty()) return {};
-  std::string path = config_.resume;
-  if (path == "auto") {
-    std::vector<std::string> skipped;
-    path = newest_checkpoint(config_.checkpoint_dir, &skipped);
-    for (const std::string& why : skipped) spdlog::warn("--resume auto: skipped {}", why);
-    if (path.empty()) {
-      spdlog::info("--resume auto: no checkpoint in {}: starting from the beginning",
-                   config_.checkpoint_dir);
-      return {};
-    }
-  }
+  const std::string path = checkpoint_to_resume();
+  if (path.empty()) return {};
   const CheckpointMeta saved = read_checkpoint_meta(path);
   const std::string mismatch = checkpoint_mismatch(saved, identity_);
   RT_CHECK(mismatch.empty() || config_.resume_force, "resume: refusing ", path, ": ", mismatch,
            " (--resume-force to use it anyway)");
   if (!mismatch.empty()) spdlog::warn("resume: {} although {}", path, mismatch);
+  if (saved.data != identity_.data && saved.data_fingerprint == identity_.data_fingerprint)
+    spdlog::info("resume: same data content (fingerprint {}) as the checkpoint's {}; now {}",
+                 saved.data_fingerprint, saved.data, identity_.data);
+  const ResumePosition at = resume_position(saved, identity_);
+  RT_CHECK(at.exact || config_.resume_force, "resume: refusing ", path, ": ", at.problem);
+  if (!at.exact) spdlog::warn("resume: --resume-force although {}", at.problem);
   load_checkpoint(path, backend, params, momentum);
   scaler.restore(saved.loss_scale, saved.loss_scale_clean_steps);
-  // Another world size splits an epoch into other batches: continue after the same number of
-  // samples.
-  const int64_t batch_in_epoch = static_cast<int64_t>(std::llround(
-      double(saved.batch_in_epoch) * double(saved.global_batch) / double(identity_.global_batch)));
-  spdlog::info("resumed from {}: step {}, epoch {}, {} batches into it", path, saved.step,
-               saved.epoch + 1, batch_in_epoch);
+  spdlog::info(
+      "resumed from {}: step {}, epoch {}, {} samples into it ({} batches of {} per rank on {} "
+      "ranks)",
+      path, saved.step, saved.epoch + 1, at.samples, at.batch_in_epoch, identity_.batch_per_rank,
+      identity_.world_size);
   last_written_ = path;
-  return {saved.step, saved.epoch, batch_in_epoch};
+  return {saved.step, saved.epoch, at.batch_in_epoch};
+}
+
+std::string Checkpointer::checkpoint_to_resume() const {
+  if (config_.resume != "auto") {
+    try {
+      verify_checkpoint(config_.resume);
+    } catch (const Error& e) {
+      throw Error(str_cat("resume: refusing ", config_.resume, ": ", e.what(),
+                          "; name another checkpoint, or --resume auto for the newest good one"));
+    }
+    return config_.resume;
+  }
+  std::vector<std::string> skipped;
+  const std::string path = newest_checkpoint(config_.checkpoint_dir, &skipped);
+  for (const std::string& why : skipped) spdlog::warn("--resume auto: skipped {}", why);
+  if (path.empty())
+    spdlog::info("--resume auto: no checkpoint in {}: starting from the beginning",
+                 config_.checkpoint_dir);
+  return path;
 }
 
 bool Checkpointer::after_step(const RunPosition& next, Backend& backend, const ParameterSet& params,
@@ -104,12 +121,19 @@ void Checkpointer::save(const RunPosition& at, Backend& backend, const Parameter
   CheckpointMeta meta = identity_;
   meta.step = at.step;
   meta.epoch = at.epoch;
-  meta.batch_in_epoch = at.batch_in_epoch;
+  meta.samples_in_epoch = at.batch_in_epoch * identity_.batch_per_rank * identity_.world_size;
   meta.loss_scale = scaler.scale();
   meta.loss_scale_clean_steps = scaler.clean_steps();
   const std::string path = checkpoint_path(config_.checkpoint_dir, at.step);
   if (comm_.rank() == 0) {
     write_checkpoint(path, backend, params, momentum, meta);
+    try {
+      verify_checkpoint(path);  // the older checkpoints go only once this one reads back whole
+    } catch (const Error& e) {
+      std::remove(path.c_str());
+      throw Error(str_cat("checkpoint ", path, " did not read back after writing (", e.what(),
+                          "): removed it, the older checkpoints are kept"));
+    }
     prune_checkpoints(config_.checkpoint_dir, config_.keep_checkpoints);
     spdlog::info("checkpoint {}", path);
   }

@@ -18,10 +18,6 @@ namespace ringtrain {
 
 namespace {
 
-std::string data_path(const TrainConfig& c) {
-  return c.data.empty() ? c.synth_path : c.data;
-}
-
 int64_t budget_bytes(const TrainConfig& c) {
   return static_cast<int64_t>(c.memory_budget_mb * 1e6);
 }
@@ -36,6 +32,14 @@ bool write_synthetic_if_missing(const std::string& path) {
 }
 
 }  // namespace
+
+std::string data_path(const TrainConfig& c) {
+  return c.data.empty() ? c.synth_path : c.data;
+}
+
+int64_t stream_window(const TrainConfig& c, const Split& train) {
+  return train.images.empty() ? budget_bytes(c) / train.image_bytes() : 0;
+}
 
 Dataset load_data(const TrainConfig& c, Communicator& comm) {
   if (!c.data.empty()) return read_hdf5_dataset(c.data, budget_bytes(c));
@@ -90,7 +94,7 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
         lc, backend);
     return s;
   }
-  const int64_t window = budget_bytes(c) / train.image_bytes();
+  const int64_t window = stream_window(c, train);
   spdlog::info(
       "train images ({:.1f} MB) exceed --memory-budget-mb {}: streaming windows of {} images",
       train.count * train.image_bytes() / 1e6, c.memory_budget_mb, window);

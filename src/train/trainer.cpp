@@ -11,6 +11,7 @@
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/clock.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
+#include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
@@ -24,6 +25,7 @@
 #include "ringtrain/prof/report.hpp"
 #include "ringtrain/train/checkpointer.hpp"
 #include "ringtrain/train/diagnose.hpp"
+#include "ringtrain/train/resume_position.hpp"
 #include "ringtrain/train/run_report.hpp"
 #include "ringtrain/train/setup.hpp"
 
@@ -117,14 +119,18 @@ StepStats accumulated_step(Replicas& r, DevicePrefetcher& batches, int k, float 
 
 // What a checkpoint must match to continue this run.
 CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const Dataset& data,
-                            const World& world, int64_t global_batch) {
+                            const World& world) {
   CheckpointMeta m;
   m.model = str_cat("resnet", mc.depth, " ", mc.stem, " stem, width ", mc.width, ", ",
                     mc.in_channels, " input channels, ", mc.classes, " classes");
-  m.data = str_cat(c.data.empty() ? c.synth_path : c.data, " (", data.train.count, " train images ",
-                   data.train.height, "x", data.train.width, "x", data.train.channels, ")");
+  m.data = str_cat(data_path(c), " (", data.train.count, " train images ", data.train.height, "x",
+                   data.train.width, "x", data.train.channels, ")");
+  m.data_fingerprint = data_fingerprint(data_path(c));
+  m.seed = c.seed;
+  m.batch_per_rank = c.batch_size;
   m.world_size = world.size();
-  m.global_batch = global_batch;
+  m.accum_steps = c.accum_steps;
+  m.sample_order = describe_sample_order(stream_window(c, data.train));
   m.config = describe(c);
   m.version = RINGTRAIN_VERSION;
   return m;
@@ -154,6 +160,9 @@ TrainResult train(const TrainConfig& requested) {
     spdlog::info("{}", placement);
   }
   TrainConfig config = per_rank_config(requested, world.size());
+  if (world.is_root())  // before any training: an unwritable folder would fail the first save
+    for (const std::string& path : prepare_checkpoint_dir(config.checkpoint_dir))
+      spdlog::info("removed {}, left by an interrupted checkpoint", path);
   const Dataset data = load_data(config, comm);
   ResNetConfig mc = config.model;
   mc.in_channels = data.train.channels;
@@ -244,7 +253,7 @@ TrainResult train(const TrainConfig& requested) {
   if (config.device == "cuda" && !gpu_monitor.available())
     spdlog::info("GPU utilisation not measured: {}", gpu_monitor.why_unavailable());
   RunReport report(config, world.is_root(), total_steps, epochs, global_batch);
-  Checkpointer checkpoints(config, comm, run_identity(config, mc, data, world, global_batch));
+  Checkpointer checkpoints(config, comm, run_identity(config, mc, data, world));
   const RunPosition start =
       checkpoints.resume(backend, model.parameters(), sgd.momentum_buffer(), scaler);
   if (ddp) ddp->broadcast_state();  // rank 0's start (each rank loaded the same checkpoint)

@@ -3,8 +3,9 @@
 # another process, at whatever step it has reached) exits 75 after a checkpoint, and resuming
 # it gives parameters, momentum and running statistics bit for bit equal to a run that was
 # never stopped, with 1 and 2 ranks and across an epoch boundary. A truncated checkpoint is
-# skipped by --resume auto with a warning naming it; a checkpoint of another model or world
-# size is refused with the reason unless forced; --keep bounds the checkpoints kept.
+# skipped by --resume auto with a warning naming it; a checkpoint of another model, or whose
+# position in the epoch is not a whole number of this run's global batch, is refused with the
+# reason unless forced; --keep bounds the checkpoints kept.
 #   tests/e2e/checkpoint_resume.sh MPIEXEC build/ringtrain
 set -u
 mpiexec=$1
@@ -78,7 +79,8 @@ else
   fail "torn checkpoint not skipped" "$dir/torn.log"
 fi
 
-# Another world size or another model: refused with the reason; forced: resumed.
+# A global batch that does not divide the samples consumed, or another model: refused with the
+# reason; forced: resumed.
 one_rank=$dir/r1/straight/ckpt-step00000040.h5
 expect_refusal() {
   local name=$1 reason=$2
@@ -87,13 +89,13 @@ expect_refusal() {
   grep -q "$reason" "$dir/refused.log" && echo "ok   $name refused: $(grep -o 'refusing.*' "$dir/refused.log" | head -1 | cut -c1-110)" ||
     fail "$name: no reason '$reason'" "$dir/refused.log"
 }
-expect_refusal "other world size" "written by 1 ranks, this run has 2" \
-  launch 2 "${model[@]}" --batch-size 8 --steps 45 --checkpoint-dir "$dir/w" --resume "$one_rank"
+expect_refusal "other global batch" "not a whole number of the new global batch 48" \
+  launch 2 "${model[@]}" --batch-size 24 --steps 45 --checkpoint-dir "$dir/w" --resume "$one_rank"
 expect_refusal "other model" "another model" \
   launch 1 "${model[@]}" --batch-size 16 --stem imagenet --steps 45 --checkpoint-dir "$dir/m" --resume "$one_rank"
-if (launch 2 "${model[@]}" --batch-size 8 --steps 45 --checkpoint-dir "$dir/w" --resume "$one_rank" \
+if (launch 2 "${model[@]}" --batch-size 24 --steps 45 --checkpoint-dir "$dir/w" --resume "$one_rank" \
   --resume-force) >"$dir/forced.log" 2>&1 && grep -q "resumed from" "$dir/forced.log"; then
-  echo "ok   --resume-force continues on 2 ranks from a 1-rank checkpoint"
+  echo "ok   --resume-force continues on 2 ranks x 24 from a 1-rank checkpoint"
 else
   fail "--resume-force" "$dir/forced.log"
 fi

@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <vector>
 
 #include "ringtrain/nn/parameters.hpp"
 
@@ -7,45 +8,67 @@ namespace ringtrain {
 
 // Where a run stands and what it is, beside the tensors of a checkpoint.
 struct CheckpointMeta {
-  int64_t step = 0;            // optimizer steps done
-  int64_t epoch = 0;           // the epoch of the next step
-  int64_t batch_in_epoch = 0;  // micro-batches of that epoch each rank has consumed
+  int64_t step = 0;              // optimizer steps done
+  int64_t epoch = 0;             // the epoch of the next step
+  int64_t samples_in_epoch = 0;  // samples of that epoch consumed, all ranks together
+  uint64_t seed = 0;             // --seed: with the epoch, it orders the epoch's samples
+  // The global batch recipe the samples were consumed in.
+  int64_t batch_per_rank = 0;
   int world_size = 1;
-  int64_t global_batch = 0;
+  int accum_steps = 1;
+  std::string sample_order;  // how an epoch's samples are ordered (whole split, or windows)
   double loss_scale = 1;
   int loss_scale_clean_steps = 0;
-  std::string model;    // identifies the architecture: a checkpoint of another is refused
-  std::string data;     // identifies the data file
-  std::string config;   // the run's settings, for the record
-  std::string version;  // of ringtrain
+  std::string model;             // identifies the architecture: a checkpoint of another is refused
+  std::string data;              // the data file's path and shape, for humans
+  std::string data_fingerprint;  // identifies the data by content (data_fingerprint())
+  std::string config;            // the run's settings, for the record
+  std::string version;           // of ringtrain
+
+  int64_t global_batch() const { return batch_per_rank * world_size * accum_steps; }
 };
 
 // A checkpoint in HDF5: /params/NAME, /momentum/NAME (NCHW, whatever the backend's layout),
-// /buffers/NAME and the meta as attributes of /. Written to PATH.tmp, fsynced and renamed, so
-// a crash never leaves a torn checkpoint under a checkpoint's name.
+// /buffers/NAME, each with its XXH64 checksum as attribute `xxh64`, and the meta as attributes
+// of / (with `meta_xxh64` over them). Written to PATH.tmp, flushed, closed, fsynced and renamed,
+// every result checked, so a crash or a full disk never leaves a torn checkpoint under a
+// checkpoint's name.
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
                       const Tensor& momentum, const CheckpointMeta& meta);
 
 // The meta of a checkpoint: throws an Error naming the file when it cannot be opened (torn,
-// truncated, not HDF5) or lacks the meta. load_checkpoint checks every tensor's size.
+// truncated, not HDF5), lacks the meta or its checksum does not match.
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 
-// The parameters (also refreshing their compute copy), momentum and buffers of a checkpoint.
+// Reads every tensor of a checkpoint and checks its checksum: throws an Error naming the file
+// and the first dataset that does not match. Returns the number of datasets checked.
+int64_t verify_checkpoint(const std::string& path);
+
+// The parameters (also refreshing their compute copy), momentum and buffers of a checkpoint,
+// each checked against its checksum.
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
                      Tensor& momentum);
+
+// Whether `path` is an HDF5 file with a checkpoint's layout (a /params group).
+bool is_checkpoint(const std::string& path);
+
+// `ringtrain inspect` of a checkpoint: its meta, after verifying every dataset (throws naming
+// the first corrupt one).
+std::string inspect_checkpoint(const std::string& path);
 
 // DIR/ckpt-step00001234.h5
 std::string checkpoint_path(const std::string& dir, int64_t step);
 
-// The newest checkpoint of `dir` that reads back whole, or "" when there is none; the ones
-// skipped on the way are returned in `skipped` with the reason.
+// The newest checkpoint of `dir` that reads back whole with matching checksums, or "" when
+// there is none; the ones skipped on the way are returned in `skipped` with the reason.
 std::string newest_checkpoint(const std::string& dir, std::vector<std::string>* skipped);
 
 // Removes all but the newest `keep` checkpoints of `dir`.
 void prune_checkpoints(const std::string& dir, int keep);
 
-// Why a saved checkpoint cannot continue this run ("" when it can): another model, data file
-// or world size.
-std::string checkpoint_mismatch(const CheckpointMeta& saved, const CheckpointMeta& now);
+// At start-up, before any training: creates `dir` when missing, checks that a file can be
+// written there (throws naming the folder and the system's reason), and removes the
+// checkpoint temporaries (ckpt-stepNNNNNNNN.h5.tmp) a crashed run left. Returns their paths.
+std::vector<std::string> prepare_checkpoint_dir(const std::string& dir);
 
 }  // namespace ringtrain

@@ -23,17 +23,19 @@ struct RunPosition {
 // there. Decisions are all-reduced, so all ranks take them together; rank 0 writes.
 class Checkpointer {
  public:
-  // `identity`: the model, data, world size and global batch of this run. Installs the
+  // `identity`: the model, data, seed and batch recipe of this run. Installs the
   // SIGTERM/SIGUSR1 handlers for its lifetime.
   Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity);
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  // Loads the checkpoint --resume names (the newest complete one for "auto"; a torn one is
-  // skipped with a warning naming it) into the parameters, momentum and loss scaler; returns
+  // Loads the checkpoint --resume names (the newest complete one whose checksums match for
+  // "auto"; a torn or corrupt one is skipped with a warning naming it and the dataset; a named
+  // one that is corrupt is refused) into the parameters, momentum and loss scaler; returns
   // where to continue (the start when there is nothing to resume). Throws when the checkpoint
-  // belongs to another model, data file or world size, unless --resume-force.
+  // belongs to another model, data (by content), seed, or its position in the epoch cannot be
+  // continued exactly under this run's batch recipe (resume_position), unless --resume-force.
   RunPosition resume(Backend& backend, ParameterSet& params, Tensor& momentum, LossScaler& scaler);
 
   // After a step (collective). Returns true when the run must stop: a checkpoint has then been
@@ -48,6 +50,9 @@ class Checkpointer {
   int stop_signal() const { return stop_signal_; }
 
  private:
+  // The file --resume names after verifying it (throws naming the corrupt dataset), or for
+  // "auto" the newest good checkpoint ("" when none).
+  std::string checkpoint_to_resume() const;
   void save(const RunPosition& at, Backend& backend, const ParameterSet& params,
             const Tensor& momentum, const LossScaler& scaler);
 

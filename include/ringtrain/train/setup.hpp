@@ -20,6 +20,12 @@ namespace ringtrain {
 // barrier). Train images larger than the memory budget stay on disk, to be streamed.
 Dataset load_data(const TrainConfig& c, Communicator& comm);
 
+// --data, or the synthetic dataset's path.
+std::string data_path(const TrainConfig& c);
+
+// Images per window when the train images are streamed (left on disk by load_data), else 0.
+int64_t stream_window(const TrainConfig& c, const Split& train);
+
 LoaderConfig loader_config(const TrainConfig& c, bool training);
 
 // The dtype and layout the loader writes images in: the backend's, or uint8 NHWC when they are

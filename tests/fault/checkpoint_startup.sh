@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# --checkpoint-dir at start-up: a missing folder is created; one that cannot be written (a
+# read-only file system, a path under a regular file) ends every rank before the first step with
+# an error naming the folder and the system's reason; the *.h5.tmp a crashed checkpoint left are
+# removed (and logged) at the next start, and nothing else is.
+source "$(dirname "$0")/checkpoint_common.sh"
+
+if run_train --steps 2 --checkpoint-dir "$dir/new/sub" >"$dir/new.log" 2>&1 && [ -d "$dir/new/sub" ]; then
+  ok "a missing --checkpoint-dir is created"
+else
+  fail "missing --checkpoint-dir" "$dir/new.log"
+fi
+
+# expect_early_error NAME REASON LOG RC: refused before the first step, naming the reason.
+expect_early_error() {
+  if ! exit_ok "$4" "$3"; then
+    fail "$1: exit $4, want an error exit" "$3"
+  elif grep -q "step 1/" "$3"; then
+    fail "$1: training started before the error" "$3"
+  elif ! grep -q "ringtrain: .*error: .*$2" "$3"; then
+    fail "$1: no error naming '$2'" "$3"
+  else
+    ok "$1: $(grep -o 'error: .*' "$3" | head -1 | cut -c1-110)"
+  fi
+}
+
+touch "$dir/a-file"
+run_train --steps 2 --checkpoint-dir "$dir/a-file/ckpts" >"$dir/notdir.log" 2>&1
+expect_early_error "--checkpoint-dir under a regular file" "$dir/a-file/ckpts.*Not a directory" \
+  "$dir/notdir.log" $?
+
+mount_tmpfs "$dir/ro" 1024 ro
+run_train --steps 2 --checkpoint-dir "$dir/ro" >"$dir/ro.log" 2>&1
+expect_early_error "read-only --checkpoint-dir" "$dir/ro is not writable.*Read-only file system" \
+  "$dir/ro.log" $?
+run_train_np 2 --batch-size 8 --steps 2 --checkpoint-dir "$dir/ro" >"$dir/ro2.log" 2>&1
+expect_early_error "read-only --checkpoint-dir, 2 ranks" "$dir/ro is not writable" \
+  "$dir/ro2.log" $?
+
+# A crash's temporaries are removed at the next start; other files stay.
+c=$dir/crashed
+mkdir -p "$c"
+for f in ckpt-step00000007.h5.tmp ckpt-step00000009.h5.tmp notes.tmp ckpt-step7.h5.tmp; do
+  echo torn >"$c/$f"
+done
+if run_train --steps 2 --checkpoint-dir "$c" >"$dir/tmp.log" 2>&1 &&
+  [ "$(ls "$c" | tr '\n' ' ')" = "ckpt-step7.h5.tmp notes.tmp " ] &&
+  grep -q "removed .*ckpt-step00000007.h5.tmp" "$dir/tmp.log" &&
+  grep -q "removed .*ckpt-step00000009.h5.tmp" "$dir/tmp.log"; then
+  ok "stale checkpoint temporaries removed and logged; other files kept"
+else
+  fail "stale temporaries: left $(ls "$c" | tr '\n' ' ')" "$dir/tmp.log"
+fi
+finish checkpoint_startup

@@ -1,0 +1,150 @@
+// Checkpoint integrity and resume arithmetic: the XXH64 checksum, the data fingerprint, the
+// epoch position under another batch recipe, and the sampler property that position rests on.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "ringtrain/core/hash.hpp"
+#include "ringtrain/data/fingerprint.hpp"
+#include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/data/sampler.hpp"
+#include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/train/resume_position.hpp"
+
+namespace ringtrain {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / "ringtrain_test_checkpoint";
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+TEST(Xxh64, MatchesTheReferenceValues) {
+  EXPECT_EQ(hex64(xxh64("", 0)), "ef46db3751d8e999");
+  EXPECT_EQ(hex64(xxh64("abc", 3)), "44bc2cf5ad770999");
+  const std::string long_text = "Nobody inspects the spammish repetition";  // the 32-byte loop
+  EXPECT_EQ(hex64(xxh64(long_text.data(), long_text.size())), "fbcea83c8a378bf1");
+}
+
+TEST(Xxh64, AFlippedBitChangesIt) {
+  std::vector<float> weights(1000, 0.25f);
+  const uint64_t before = xxh64(weights.data(), weights.size() * sizeof(float));
+  reinterpret_cast<unsigned char*>(weights.data())[1234] ^= 1;
+  EXPECT_NE(xxh64(weights.data(), weights.size() * sizeof(float)), before);
+}
+
+TEST(DataFingerprint, FollowsTheContentNotThePath) {
+  SynthConfig sc;
+  sc.train_count = 300;
+  sc.test_count = 40;
+  sc.height = sc.width = 8;
+  Dataset data = make_synthetic(sc);
+  const std::string a = temp_path("fp_a.h5"), b = temp_path("fp_b.h5");
+  write_hdf5_dataset(a, data);
+  write_hdf5_dataset(b, data, 4);  // gzip: the same values, another file
+  EXPECT_EQ(data_fingerprint(a), data_fingerprint(b));
+  data.train.labels[123] = (data.train.labels[123] + 1) % data.classes();  // one label
+  write_hdf5_dataset(b, data);
+  EXPECT_NE(data_fingerprint(a), data_fingerprint(b));
+  data.train.labels[123] = make_synthetic(sc).train.labels[123];
+  data.test.images.back() ^= 1;  // one pixel of the last test image (sampled)
+  write_hdf5_dataset(b, data);
+  EXPECT_NE(data_fingerprint(a), data_fingerprint(b));
+  EXPECT_THROW(data_fingerprint(temp_path("missing.h5")), Error);
+}
+
+CheckpointMeta recipe(int64_t per_rank, int ranks, int accum, int64_t samples) {
+  CheckpointMeta m;
+  m.batch_per_rank = per_rank;
+  m.world_size = ranks;
+  m.accum_steps = accum;
+  m.samples_in_epoch = samples;
+  m.epoch = 2;
+  m.sample_order = describe_sample_order(0);
+  return m;
+}
+
+TEST(ResumePosition, SameRecipeContinuesWhereItStopped) {
+  const ResumePosition p = resume_position(recipe(16, 2, 3, 960), recipe(16, 2, 3, 0));
+  EXPECT_TRUE(p.exact);
+  EXPECT_EQ(p.samples, 960);
+  EXPECT_EQ(p.batch_in_epoch, 30);  // 960 samples / (16 x 2) per micro-batch of all ranks
+}
+
+TEST(ResumePosition, AnotherRecipeWhoseGlobalBatchDividesThePositionIsExact) {
+  // 960 samples; new global batch 8 x 4 x 2 = 64: 15 steps, 30 micro-batches per rank.
+  const ResumePosition p = resume_position(recipe(16, 2, 3, 960), recipe(8, 4, 2, 0));
+  EXPECT_TRUE(p.exact);
+  EXPECT_EQ(p.samples, 960);
+  EXPECT_EQ(p.batch_in_epoch, 30);
+  EXPECT_EQ(p.batch_in_epoch % 2, 0);  // a whole number of optimizer steps
+}
+
+TEST(ResumePosition, AGlobalBatchThatDoesNotDivideItIsRefusedWithTheForcedPosition) {
+  // 1000 samples; new global batch 128 x 1 x 3 = 384: not whole. Forced: 768 (2 steps).
+  const ResumePosition p = resume_position(recipe(125, 8, 1, 1000), recipe(128, 1, 3, 0));
+  EXPECT_FALSE(p.exact);
+  EXPECT_EQ(p.samples, 768);
+  EXPECT_EQ(p.batch_in_epoch, 6);
+  EXPECT_NE(p.problem.find("consumed 1000 samples of epoch 3, which is not a whole number of the "
+                           "new global batch 384 (--batch-size 128 on 1 ranks, --accum-steps 3)"),
+            std::string::npos)
+      << p.problem;
+  EXPECT_NE(p.problem.find("--resume-force"), std::string::npos) << p.problem;
+  EXPECT_NE(p.problem.find("global batch 1000 (--batch-size 125 on 8 ranks"), std::string::npos)
+      << p.problem;
+}
+
+TEST(ResumePosition, StreamedWindowsAreExactOnlyUnderTheSameRecipe) {
+  CheckpointMeta saved = recipe(16, 2, 1, 64), now = recipe(16, 2, 1, 0);
+  saved.sample_order = now.sample_order = describe_sample_order(1000);
+  EXPECT_TRUE(resume_position(saved, now).exact);
+  now.batch_per_rank = 8;  // 64 is whole in 16, but windows are sharded per recipe
+  const ResumePosition p = resume_position(saved, now);
+  EXPECT_FALSE(p.exact);
+  EXPECT_NE(p.problem.find("windows of 1000 images"), std::string::npos) << p.problem;
+  now = recipe(16, 2, 1, 0);  // the same recipe, but held in memory now
+  EXPECT_FALSE(resume_position(saved, now).exact);
+}
+
+TEST(CheckpointMismatch, NamesTheModelTheDataAndTheSeed) {
+  CheckpointMeta saved = recipe(16, 1, 1, 0), now = saved;
+  saved.data = "/old/place/cifar10.h5 (50000 train images)";
+  now.data = "/new/place/cifar10.h5 (50000 train images)";
+  saved.data_fingerprint = now.data_fingerprint = "0123456789abcdef";
+  EXPECT_EQ(checkpoint_mismatch(saved, now), "");  // moved: the same content
+  now.data_fingerprint = "fedcba9876543210";
+  EXPECT_NE(checkpoint_mismatch(saved, now).find("other data"), std::string::npos);
+  now.data_fingerprint = saved.data_fingerprint;
+  now.seed = 5;
+  EXPECT_NE(checkpoint_mismatch(saved, now).find("--seed 0 (this run: --seed 5)"),
+            std::string::npos);
+}
+
+// What resume_position rests on: after k micro-batches of b on every rank, the ranks together
+// have consumed the first k*b*world samples of the epoch's one permutation, whatever b and world.
+TEST(DistributedSampler, AfterKBatchesTheRanksHaveConsumedAPrefixOfOnePermutation) {
+  const int64_t n = 500;
+  const std::vector<int64_t> order =
+      DistributedSampler(n, 1, 0, true, ShardTail::drop, 11).indices_for_epoch(4);
+  for (int world : {1, 2, 4, 5})
+    for (int64_t b : {3, 8, 25}) {
+      std::vector<std::vector<int64_t>> ranks;
+      for (int r = 0; r < world; ++r)
+        ranks.push_back(
+            DistributedSampler(n, world, r, true, ShardTail::drop, 11).indices_for_epoch(4));
+      for (int64_t k = 0; (k + 1) * b <= static_cast<int64_t>(ranks[0].size()); k += 3) {
+        std::set<int64_t> seen, prefix(order.begin(), order.begin() + k * b * world);
+        for (const auto& mine : ranks) seen.insert(mine.begin(), mine.begin() + k * b);
+        ASSERT_EQ(seen, prefix) << "world " << world << ", batch " << b << ", k " << k;
+      }
+    }
+}
+
+}  // namespace
+}  // namespace ringtrain
