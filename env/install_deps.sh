@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libopenmpi-dev openmpi-bin
-  libhdf5-dev hdf5-tools
+  libhdf5-dev hdf5-tools libxxhash-dev
   libopenblas-dev libdnnl-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev
