@@ -53,7 +53,9 @@ mpirun_stoppable() {
   export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10}
   mpirun "$@" &
   local pid=$!
-  trap 'kill -USR1 "$pid" 2>/dev/null || true' TERM USR1
+  # Only the first: mpirun dies of a SIGUSR1 that arrives during its own teardown.
+  local stopping=0
+  trap '[ "$stopping" = 1 ] || { stopping=1; kill -USR1 "$pid" 2>/dev/null || true; }' TERM USR1
   while kill -0 "$pid" 2>/dev/null; do wait "$pid" || true; done
   trap - TERM USR1
   wait "$pid"

@@ -102,8 +102,8 @@ std::string MpiCommunicator::missing_ranks(int64_t collective) {
   if (!silent.empty())
     text += str_cat(text.empty() ? "" : "; ", "rank(s) ", silent,
                     " did not answer the arrival check either (lost, or stuck outside MPI)");
-  return text.empty() ? str_cat("every rank arrived at collective #", collective,
-                                ", so a network or MPI fault holds it")
+  return text.empty() ? str_cat("by now every rank has entered collective #", collective,
+                                " (a peer was late, or a network or MPI fault holds it)")
                       : text;
 }
 

@@ -127,6 +127,13 @@ void inject_faults(const TrainConfig& c, int rank, int64_t step) {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
+// Tests: --debug-startup-delay-ms makes the start-up (before the data is loaded) that much longer.
+void delay_startup(const TrainConfig& c) {
+  if (c.debug_startup_delay_ms <= 0) return;
+  spdlog::info("start-up delayed by {} ms (--debug-startup-delay-ms)", c.debug_startup_delay_ms);
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(c.debug_startup_delay_ms));
+}
+
 // What a checkpoint must match to continue this run.
 CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const Dataset& data,
                             const World& world, int64_t global_batch) {
@@ -156,19 +163,14 @@ LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
 }  // namespace
 
 TrainResult train(const TrainConfig& requested) {
-  install_stop_signal_handlers();  // before the long start-up: a stop then waits for its end
+  install_stop_signal_handlers();  // before the long start-up (the CLI did it before MPI_Init)
   World& world = World::get();
   MpiCommunicator comm(world.comm(),
                        CommOptions{requested.comm_timeout_s, requested.debug_collectives,
                                    requested.debug_comm_delay_ms * 1e-3});
   if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
   TrainConfig config = per_rank_config(requested, world.size());
-  if (config.debug_startup_delay_ms > 0) {
-    spdlog::info("start-up delayed by {} ms (--debug-startup-delay-ms)",
-                 config.debug_startup_delay_ms);
-    std::this_thread::sleep_for(
-        std::chrono::duration<double, std::milli>(config.debug_startup_delay_ms));
-  }
+  delay_startup(config);
   const Dataset data = load_data(config, comm);
   ResNetConfig mc = config.model;
   mc.in_channels = data.train.channels;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Stop signals at every phase of a run, with 1 and 2 ranks: a burst of SIGUSR1 (the second one
-# lands while the run stops or exits) ends it once, with exit 75 and a checkpoint, never by the
-# signal; SIGUSR1 during start-up (before the first step) ends it at the first step boundary with
+# Stop signals at every phase of a run, with 1 and 2 ranks: two SIGUSR1 in a row, then more
+# until the ranks have exited (landing while they stop and shut down), end the run once, with
+# exit 75 and a checkpoint, never by the signal; SIGUSR1 during start-up (before the first step) ends it at the first step boundary with
 # a step-0 checkpoint that --resume auto takes. SIGTERM to mpirun: Open MPI's mpirun aborts the
 # job (SIGTERM to the ranks, SIGKILL after odls_base_sigkill_timeout, exit 1); the ranks still
 # write their checkpoint within that time, and jobs/job_common.sh, which turns a SIGTERM for the
@@ -37,13 +37,17 @@ wait_for() {
   return 1
 }
 
-# finish PID [SIGNAL]: its exit status, waiting at most 60 s (then SIGKILL: status 137);
-# with SIGNAL, sends it every 50 ms until the process has gone.
+# finish PID [SIGNAL [ranks]]: its exit status, waiting at most 60 s (then SIGKILL: status
+# 137); with SIGNAL, sends it every 50 ms until PID has gone: to PID, or with "ranks" to its
+# children (the ranks under mpirun; mpirun itself dies of a signal in its own teardown).
 finish() {
-  local pid=$1 signal=${2:-}
+  local pid=$1 signal=${2:-} to=${3:-}
   for _ in $(seq 1200); do
     kill -0 "$pid" 2>/dev/null || break
-    [ -n "$signal" ] && kill "-$signal" "$pid" 2>/dev/null
+    if [ -n "$signal" ]; then
+      # shellcheck disable=SC2046
+      kill "-$signal" $([ "$to" = ranks ] && pgrep -P "$pid" || echo "$pid") 2>/dev/null
+    fi
     sleep 0.05
   done
   kill -KILL "$pid" 2>/dev/null
@@ -59,11 +63,13 @@ for ranks in 1 2; do
     --debug-loader-delay-ms 40) >"$dir/burst.log" 2>&1 &
   pid=$!
   wait_for "$dir/burst.log" "step 3/100"
-  finish "$pid" USR1
+  kill -USR1 "$pid"
+  kill -USR1 "$pid"
+  finish "$pid" USR1 "$([ "$ranks" -gt 1 ] && echo ranks)"
   rc=$?
   stops=$(grep -c "received.*stopped after step" "$dir/burst.log")
   if [ "$rc" -eq 75 ] && [ -n "$(newest "$c")" ] && [ "$stops" -eq 1 ]; then
-    echo "ok   $ranks rank(s): SIGUSR1 every 50 ms until exit: exit 75, $(newest "$c"), one stop"
+    echo "ok   $ranks rank(s): two SIGUSR1, then one every 50 ms until exit: exit 75, $(newest "$c"), one stop"
   else
     fail "$ranks rank(s): SIGUSR1 burst: exit $rc (want 75), checkpoint '$(newest "$c")', $stops stop line(s)" "$dir/burst.log"
   fi
