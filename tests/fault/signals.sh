@@ -31,7 +31,8 @@ launch() {
   fi
 }
 
-# wait_for LOG PATTERN: up to 60 s for the pattern to appear.
+# wait_for LOG PATTERN: up to 60 s for the pattern to appear (every run has a log of its own:
+# an earlier run's lines must not match).
 wait_for() {
   for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
   return 1
@@ -60,34 +61,34 @@ for ranks in 1 2; do
   batch=$((16 / ranks))
   c=$dir/burst$ranks
   (launch "$ranks" "${model[@]}" --steps 100 --batch-size "$batch" --checkpoint-dir "$c" \
-    --debug-loader-delay-ms 40) >"$dir/burst.log" 2>&1 &
+    --debug-loader-delay-ms 40) >"$dir/burst$ranks.log" 2>&1 &
   pid=$!
-  wait_for "$dir/burst.log" "step 3/100"
+  wait_for "$dir/burst$ranks.log" "step 3/100"
   kill -USR1 "$pid"
   kill -USR1 "$pid"
   finish "$pid" USR1 "$([ "$ranks" -gt 1 ] && echo ranks)"
   rc=$?
-  stops=$(grep -c "received.*stopped after step" "$dir/burst.log")
+  stops=$(grep -c "received.*stopped after step" "$dir/burst$ranks.log")
   if [ "$rc" -eq 75 ] && [ -n "$(newest "$c")" ] && [ "$stops" -eq 1 ]; then
     echo "ok   $ranks rank(s): two SIGUSR1, then one every 50 ms until exit: exit 75, $(newest "$c"), one stop"
   else
-    fail "$ranks rank(s): SIGUSR1 burst: exit $rc (want 75), checkpoint '$(newest "$c")', $stops stop line(s)" "$dir/burst.log"
+    fail "$ranks rank(s): SIGUSR1 burst: exit $rc (want 75), checkpoint '$(newest "$c")', $stops stop line(s)" "$dir/burst$ranks.log"
   fi
 
   c=$dir/startup$ranks
   (launch "$ranks" "${model[@]}" --steps 4 --batch-size "$batch" --checkpoint-dir "$c" \
-    --debug-startup-delay-ms 1500) >"$dir/startup.log" 2>&1 &
+    --debug-startup-delay-ms 1500) >"$dir/startup$ranks.log" 2>&1 &
   pid=$!
-  wait_for "$dir/startup.log" "start-up delayed"
+  wait_for "$dir/startup$ranks.log" "start-up delayed"
   kill -USR1 "$pid"
   finish "$pid"
   rc=$?
   if [ "$rc" -ne 75 ] || [ "$(newest "$c")" != ckpt-step00000000.h5 ]; then
-    fail "$ranks rank(s): SIGUSR1 during start-up: exit $rc (want 75), checkpoint '$(newest "$c")' (want step 0)" "$dir/startup.log"
+    fail "$ranks rank(s): SIGUSR1 during start-up: exit $rc (want 75), checkpoint '$(newest "$c")' (want step 0)" "$dir/startup$ranks.log"
   elif ! (launch "$ranks" "${model[@]}" --steps 4 --batch-size "$batch" --checkpoint-dir "$c" \
-    --resume auto --checkpoint-every 4) >"$dir/resumed.log" 2>&1 ||
-    ! grep -q "resumed from .*ckpt-step00000000.h5" "$dir/resumed.log"; then
-    fail "$ranks rank(s): --resume auto after a stop during start-up" "$dir/resumed.log"
+    --resume auto --checkpoint-every 4) >"$dir/resumed$ranks.log" 2>&1 ||
+    ! grep -q "resumed from .*ckpt-step00000000.h5" "$dir/resumed$ranks.log"; then
+    fail "$ranks rank(s): --resume auto after a stop during start-up" "$dir/resumed$ranks.log"
   else
     echo "ok   $ranks rank(s): SIGUSR1 during start-up: exit 75, step-0 checkpoint, resumed from it"
   fi
