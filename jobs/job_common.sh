@@ -40,6 +40,23 @@ launch() {
   if [ "${RINGTRAIN_LAUNCHER:-srun}" = srun ] && [ -n "${SLURM_JOB_ID:-}" ]; then
     srun --mpi="${RINGTRAIN_MPI:-pmix}" "$@"
   else
-    mpirun -n "${SLURM_NTASKS:-${NP:-2}}" "$@"
+    mpirun_stoppable -n "${SLURM_NTASKS:-${NP:-2}}" "$@"
   fi
+}
+
+# mpirun_stoppable ARGS...: mpirun, with SIGTERM or SIGUSR1 for this script passed on to it as
+# SIGUSR1, which Open MPI forwards to the ranks: they checkpoint and mpirun exits 75. (Open MPI
+# 4's mpirun answers a SIGTERM of its own by aborting the job: SIGCONT to the ranks, then after
+# odls_base_sigkill_timeout seconds SIGTERM, after as many again SIGKILL, and exit 1. The ranks
+# take that SIGTERM as a stop too; the timeout set here leaves them time to write the checkpoint.)
+mpirun_stoppable() {
+  export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10}
+  mpirun "$@" &
+  local pid=$!
+  # Only the first: mpirun dies of a SIGUSR1 that arrives during its own teardown.
+  local stopping=0
+  trap '[ "$stopping" = 1 ] || { stopping=1; kill -USR1 "$pid" 2>/dev/null || true; }' TERM USR1
+  while kill -0 "$pid" 2>/dev/null; do wait "$pid" || true; done
+  trap - TERM USR1
+  wait "$pid"
 }

@@ -6,6 +6,7 @@ source "$(dirname "$0")/job_common.sh"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 export NP=${NP:-$([ "$gpus" -gt 0 ] && echo "$gpus" || echo 2)}
 status=0
+# Not a pipeline into tee: this shell must see SIGTERM while mpirun runs (launch passes it on).
 RINGTRAIN_LAUNCHER=mpirun launch "$bin" train "${train_args[@]}" "${user_args[@]}" "$@" \
-  2>&1 | tee "$run_dir/train.log" || status=${PIPESTATUS[0]}
+  > >(tee "$run_dir/train.log") 2>&1 || status=$?
 finish "$status"

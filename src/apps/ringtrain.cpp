@@ -14,6 +14,7 @@
 #include "ringtrain/dist/world.hpp"
 #include "ringtrain/train/checkpoint.hpp"
 #include "ringtrain/train/diagnose.hpp"
+#include "ringtrain/train/stop_signal.hpp"
 #include "ringtrain/train/trainer.hpp"
 
 namespace {
@@ -154,6 +155,10 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
                "check that every rank issues the same collectives; report the first mismatch");
   cmd.add_option("--debug-fail-rank", c.debug_fail_rank, "tests: make this rank fail")->group("");
   cmd.add_option("--debug-fail-step", c.debug_fail_step, "tests: the step it fails at")->group("");
+  cmd.add_option("--debug-hang-rank", c.debug_hang_rank, "tests: make this rank hang")->group("");
+  cmd.add_option("--debug-hang-step", c.debug_hang_step, "tests: the step it hangs at")->group("");
+  cmd.add_option("--debug-startup-delay-ms", c.debug_startup_delay_ms, "tests: slow start-up")
+      ->group("");
   cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")->capture_default_str();
   cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")->check(kNonNegative);
   cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
@@ -283,6 +288,9 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] %v");
   try {
     if (*train_cmd || *diagnose_cmd) {
+      // Before MPI_Init (Open MPI leaves SIGTERM and SIGUSR1 alone) and the data loading: a stop
+      // requested during start-up is honoured at the first step boundary instead of killing.
+      if (*train_cmd) install_stop_signal_handlers();
       World& world = World::get();
       if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
       try {

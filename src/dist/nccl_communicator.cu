@@ -64,7 +64,7 @@ class NcclCommunicator final : public Communicator {
         ncclCommDestroy(comm_);
       }
     }
-    for (auto& [handle, event] : pending_) free_events_.push_back(event);
+    for (auto& [handle, p] : pending_) free_events_.push_back(p.done);
     for (cudaEvent_t e : free_events_) cuda::warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
     cuda::warn_on_error(cudaEventDestroy(compute_ready_), "cudaEventDestroy");
     cuda::warn_on_error(cudaStreamDestroy(stream_), "cudaStreamDestroy");
@@ -76,37 +76,42 @@ class NcclCommunicator final : public Communicator {
 
   CommHandle all_reduce_async(Tensor& buffer, int64_t offset, int64_t count, ReduceOp op) override {
     check_device("all_reduce_async", buffer);
+    const int64_t collective = host_.enter_collective();
     if (options_.check_collectives)
-      host_.check_collective(MpiCommunicator::kAllReduce, count, static_cast<int>(buffer.dtype()));
+      host_.check_collective(collective, MpiCommunicator::kAllReduce, count,
+                             static_cast<int>(buffer.dtype()));
     Tensor range = buffer.reshaped({buffer.numel()}).slice(offset, {count});
     after_compute();
     RT_NCCL_CHECK(ncclAllReduce(range.raw(), range.raw(), static_cast<size_t>(count),
                                 nccl_type(buffer), op == ReduceOp::average ? ncclAvg : ncclSum,
                                 comm_, stream_));
     const CommHandle h = next_handle_++;
-    pending_.emplace(h, record_done());
+    pending_.emplace(h, Pending{record_done(), collective,
+                                str_cat("all-reduce of ", count, " ", dtype_name(buffer.dtype()))});
     return h;
   }
 
   void wait(CommHandle handle) override {
     auto it = pending_.find(handle);
     RT_CHECK(it != pending_.end(), "NcclCommunicator::wait: unknown handle ", handle);
-    const cudaEvent_t done = it->second;
+    const Pending p = std::move(it->second);
     pending_.erase(it);
-    await(done, "all-reduce");
+    await(p.done, p.what, p.collective);
   }
 
   void progress() override { check_async_error(); }
 
   void broadcast(Tensor& buffer, int root) override {
     check_device("broadcast", buffer);
+    const int64_t collective = host_.enter_collective();
     if (options_.check_collectives)
-      host_.check_collective(MpiCommunicator::kBroadcast, static_cast<int64_t>(buffer.nbytes()),
-                             static_cast<int>(DType::u8));
+      host_.check_collective(collective, MpiCommunicator::kBroadcast,
+                             static_cast<int64_t>(buffer.nbytes()), static_cast<int>(DType::u8));
     after_compute();
     RT_NCCL_CHECK(ncclBroadcast(buffer.raw(), buffer.raw(), buffer.nbytes(), ncclUint8, root, comm_,
                                 stream_));
-    await(record_done(), str_cat("broadcast from rank ", root));
+    await(record_done(), str_cat("broadcast of ", buffer.nbytes(), " bytes from rank ", root),
+          collective);
   }
 
   void barrier() override { host_.barrier(); }
@@ -139,8 +144,9 @@ class NcclCommunicator final : public Communicator {
   }
 
   // Polls the collective's event until it completes (then orders the compute stream after it),
-  // a NCCL error is reported, or the timeout passes.
-  void await(cudaEvent_t done, const std::string& what) {
+  // a NCCL error is reported, or the timeout passes (the error then names the ranks that never
+  // entered collective number `collective`, from the MPI communicator's arrivals window).
+  void await(cudaEvent_t done, const std::string& what, int64_t collective) {
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_s);
     for (;;) {
@@ -151,9 +157,7 @@ class NcclCommunicator final : public Communicator {
       if (std::chrono::steady_clock::now() > deadline) {
         ncclCommAbort(comm_);
         aborted_ = true;
-        throw Error(str_cat("NCCL ", what, " did not complete within ", options_.timeout_s,
-                            " s on rank ", rank(),
-                            ": a peer rank is lost or stuck (--comm-timeout)"));
+        throw Error(host_.timeout_message(str_cat("NCCL ", what), collective));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
@@ -178,7 +182,12 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t comm_ = nullptr;
   bool aborted_ = false;
   CommHandle next_handle_ = 0;
-  std::map<CommHandle, cudaEvent_t> pending_;
+  struct Pending {
+    cudaEvent_t done;
+    int64_t collective;
+    std::string what;
+  };
+  std::map<CommHandle, Pending> pending_;
   std::vector<cudaEvent_t> free_events_;
 };
 

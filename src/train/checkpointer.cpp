@@ -5,39 +5,15 @@
 #include <cstdio>
 
 #include "ringtrain/train/resume_position.hpp"
+#include "ringtrain/train/stop_signal.hpp"
 
 namespace ringtrain {
-namespace {
-
-volatile std::sig_atomic_t pending_signal = 0;
-
-extern "C" void on_stop_signal(int signal) {
-  pending_signal = signal;
-}
-
-const char* signal_name(int s) {
-  return s == SIGTERM ? "SIGTERM" : "SIGUSR1";
-}
-
-}  // namespace
 
 Checkpointer::Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity)
     : config_(config),
       comm_(comm),
       identity_(std::move(identity)),
-      last_save_(std::chrono::steady_clock::now()) {
-  pending_signal = 0;
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, &previous_term_);
-  sigaction(SIGUSR1, &action, &previous_usr1_);
-}
-
-Checkpointer::~Checkpointer() {
-  sigaction(SIGTERM, &previous_term_, nullptr);
-  sigaction(SIGUSR1, &previous_usr1_, nullptr);
-}
+      last_save_(std::chrono::steady_clock::now()) {}
 
 RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor& momentum,
                                  LossScaler& scaler) {
@@ -85,6 +61,19 @@ std::string Checkpointer::checkpoint_to_resume() const {
   return path;
 }
 
+bool Checkpointer::before_start(const RunPosition& start, Backend& backend,
+                                const ParameterSet& params, const Tensor& momentum,
+                                const LossScaler& scaler) {
+  double vote = stop_signal_received() != 0 ? 1.0 : 0.0;
+  comm_.all_reduce_host(&vote, 1, ReduceOp::sum);
+  if (vote == 0) return false;
+  // Note: a resumed run stopped here is already at its checkpoint; a fresh one saves step 0.
+  if (last_written_ != checkpoint_path(config_.checkpoint_dir, start.step))
+    save(start, backend, params, momentum, scaler);
+  report_stop(str_cat("during start-up, before step ", start.step));
+  return true;
+}
+
 bool Checkpointer::after_step(const RunPosition& next, Backend& backend, const ParameterSet& params,
                               const Tensor& momentum, const LossScaler& scaler) {
   const bool on_clock =
@@ -92,21 +81,26 @@ bool Checkpointer::after_step(const RunPosition& next, Backend& backend, const P
       std::chrono::duration<double>(std::chrono::steady_clock::now() - last_save_).count() >=
           60 * config_.checkpoint_minutes;
   // Any rank's signal stops every rank; rank 0's clock decides the timed checkpoints.
-  double votes[2] = {pending_signal != 0 ? 1.0 : 0.0, comm_.rank() == 0 && on_clock ? 1.0 : 0.0};
+  double votes[2] = {stop_signal_received() != 0 ? 1.0 : 0.0,
+                     comm_.rank() == 0 && on_clock ? 1.0 : 0.0};
   comm_.all_reduce_host(votes, 2, ReduceOp::sum);
   const bool stop = votes[0] > 0;
   const bool due =
       (config_.checkpoint_every > 0 && next.step % config_.checkpoint_every == 0) || votes[1] > 0;
   if (stop || due) save(next, backend, params, momentum, scaler);
-  if (stop) {
-    stop_signal_ = pending_signal != 0 ? pending_signal : SIGTERM;
-    if (comm_.rank() == 0)
-      spdlog::warn(
-          "{} received: stopped after step {} with checkpoint {}; continue with --resume auto",
-          pending_signal != 0 ? signal_name(pending_signal) : "a stop signal on another rank",
-          next.step, last_written_);
-  }
+  if (stop) report_stop(str_cat("after step ", next.step));
   return stop;
+}
+
+void Checkpointer::report_stop(const std::string& when) {
+  const int signal = stop_signal_received();
+  stop_signal_ = signal != 0 ? signal : SIGTERM;
+  if (comm_.rank() != 0) return;
+  const int count = stop_signals_received();
+  spdlog::warn("{} received{}: stopped {} with checkpoint {}; continue with --resume auto",
+               signal != 0 ? stop_signal_name(signal) : "a stop signal on another rank",
+               count > 1 ? str_cat(" (", count, " stop signals, one stop)") : std::string(), when,
+               last_written_);
 }
 
 void Checkpointer::at_end(const RunPosition& end, Backend& backend, const ParameterSet& params,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/clock.hpp"
@@ -28,6 +29,7 @@
 #include "ringtrain/train/resume_position.hpp"
 #include "ringtrain/train/run_report.hpp"
 #include "ringtrain/train/setup.hpp"
+#include "ringtrain/train/stop_signal.hpp"
 
 namespace ringtrain {
 namespace {
@@ -117,6 +119,23 @@ StepStats accumulated_step(Replicas& r, DevicePrefetcher& batches, int k, float 
   return total;
 }
 
+// Tests: --debug-fail-rank throws and --debug-hang-rank sleeps for ever (a stuck peer) at their
+// step.
+void inject_faults(const TrainConfig& c, int rank, int64_t step) {
+  RT_CHECK(!(rank == c.debug_fail_rank && step == c.debug_fail_step),
+           "train: failure injected by --debug-fail-rank at step ", step);
+  if (rank != c.debug_hang_rank || step != c.debug_hang_step) return;
+  spdlog::warn("rank {}: hanging at step {} (--debug-hang-rank)", rank, step);
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+// Tests: --debug-startup-delay-ms makes the start-up (before the data is loaded) that much longer.
+void delay_startup(const TrainConfig& c) {
+  if (c.debug_startup_delay_ms <= 0) return;
+  spdlog::info("start-up delayed by {} ms (--debug-startup-delay-ms)", c.debug_startup_delay_ms);
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(c.debug_startup_delay_ms));
+}
+
 // What a checkpoint must match to continue this run.
 CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const Dataset& data,
                             const World& world) {
@@ -150,6 +169,7 @@ LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
 }  // namespace
 
 TrainResult train(const TrainConfig& requested) {
+  install_stop_signal_handlers();  // before the long start-up (the CLI did it before MPI_Init)
   World& world = World::get();
   MpiCommunicator comm(world.comm(),
                        CommOptions{requested.comm_timeout_s, requested.debug_collectives,
@@ -163,6 +183,7 @@ TrainResult train(const TrainConfig& requested) {
   if (world.is_root())  // before any training: an unwritable folder would fail the first save
     for (const std::string& path : prepare_checkpoint_dir(config.checkpoint_dir))
       spdlog::info("removed {}, left by an interrupted checkpoint", path);
+  delay_startup(config);
   const Dataset data = load_data(config, comm);
   ResNetConfig mc = config.model;
   mc.in_channels = data.train.channels;
@@ -257,6 +278,8 @@ TrainResult train(const TrainConfig& requested) {
   const RunPosition start =
       checkpoints.resume(backend, model.parameters(), sgd.momentum_buffer(), scaler);
   if (ddp) ddp->broadcast_state();  // rank 0's start (each rank loaded the same checkpoint)
+  result.stopped =
+      checkpoints.before_start(start, backend, model.parameters(), sgd.momentum_buffer(), scaler);
   int64_t step = start.step;
   for (int64_t epoch = start.epoch; epoch < epochs && !result.stopped; ++epoch) {
     train_batches.start_epoch(epoch);
@@ -269,8 +292,7 @@ TrainResult train(const TrainConfig& requested) {
     int64_t steps_this_epoch = 0;
     double lr = 0;
     for (int64_t b = skipped / config.accum_steps; b < steps_per_epoch && step < total_steps; ++b) {
-      RT_CHECK(!(world.rank() == config.debug_fail_rank && step == config.debug_fail_step),
-               "train: failure injected by --debug-fail-rank at step ", step);
+      inject_faults(config, world.rank(), step);
       lr = schedule.at(step);
       const double loss_scale = scaler.scale();
       const StepStats st =

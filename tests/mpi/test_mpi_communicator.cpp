@@ -99,6 +99,12 @@ TEST(MpiCommunicator, ALostPeerTimesOutInsteadOfHanging) {
       EXPECT_NE(std::string(e.what()).find("barrier did not complete within 0.5 s on rank 0"),
                 std::string::npos)
           << e.what();
+      std::string late = "1";  // the sleeping ranks, named from their published arrivals
+      for (int r = 2; r < comm.size(); ++r) late += str_cat(", ", r);
+      EXPECT_NE(std::string(e.what()).find(
+                    str_cat("rank(s) ", late, " never arrived (stuck before collective #0)")),
+                std::string::npos)
+          << e.what();
     }
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 4.0);
   } else {

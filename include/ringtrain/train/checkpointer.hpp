@@ -1,6 +1,5 @@
 #pragma once
 #include <chrono>
-#include <csignal>
 #include <string>
 
 #include "ringtrain/dist/communicator.hpp"
@@ -19,14 +18,14 @@ struct RunPosition {
 
 // The checkpoints of a run: --resume at the start; then, at every step boundary, a checkpoint
 // when --checkpoint-every steps or --checkpoint-minutes have passed, or when SIGTERM or SIGUSR1
-// (what Slurm sends before a time limit) reached any rank, in which case every rank stops
-// there. Decisions are all-reduced, so all ranks take them together; rank 0 writes.
+// (what Slurm sends before a time limit; see stop_signal.hpp) reached any rank, in which case
+// every rank stops there. Decisions are all-reduced, so all ranks take them together; rank 0
+// writes.
 class Checkpointer {
  public:
-  // `identity`: the model, data, seed and batch recipe of this run. Installs the
-  // SIGTERM/SIGUSR1 handlers for its lifetime.
+  // `identity`: the model, data, seed and batch recipe of this run. The signals reach it
+  // through install_stop_signal_handlers(), which train() calls first.
   Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity);
-  ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
@@ -38,6 +37,11 @@ class Checkpointer {
   // continued exactly under this run's batch recipe (resume_position), unless --resume-force.
   RunPosition resume(Backend& backend, ParameterSet& params, Tensor& momentum, LossScaler& scaler);
 
+  // Before the first step (collective): a stop signal that arrived during start-up ends the
+  // run here. Returns true when it must stop: the run's position is then in a checkpoint (the
+  // one it resumed from, or a new one).
+  bool before_start(const RunPosition& start, Backend& backend, const ParameterSet& params,
+                    const Tensor& momentum, const LossScaler& scaler);
   // After a step (collective). Returns true when the run must stop: a checkpoint has then been
   // written.
   bool after_step(const RunPosition& next, Backend& backend, const ParameterSet& params,
@@ -55,6 +59,8 @@ class Checkpointer {
   std::string checkpoint_to_resume() const;
   void save(const RunPosition& at, Backend& backend, const ParameterSet& params,
             const Tensor& momentum, const LossScaler& scaler);
+  // Records the signal and logs the stop (rank 0); `when`: where the run stopped.
+  void report_stop(const std::string& when);
 
   const TrainConfig& config_;
   Communicator& comm_;
@@ -62,8 +68,6 @@ class Checkpointer {
   std::chrono::steady_clock::time_point last_save_;
   std::string last_written_;
   int stop_signal_ = 0;
-  struct sigaction previous_term_ {
-  }, previous_usr1_{};
 };
 
 }  // namespace ringtrain

@@ -27,8 +27,11 @@ struct TrainConfig {
   bool debug_collectives = false;  // check that all ranks issue the same collectives
   int debug_fail_rank = -1;        // tests only: this rank throws at debug_fail_step
   int64_t debug_fail_step = 0;
-  double debug_loader_delay_ms = 0;  // tests only: a slow loader (per batch)
-  double debug_comm_delay_ms = 0;    // tests only: a slow all-reduce (per wait)
+  int debug_hang_rank = -1;  // tests only: this rank sleeps for ever at debug_hang_step
+  int64_t debug_hang_step = 0;
+  double debug_startup_delay_ms = 0;  // tests only: a slow start-up (before loading the data)
+  double debug_loader_delay_ms = 0;   // tests only: a slow loader (per batch)
+  double debug_comm_delay_ms = 0;     // tests only: a slow all-reduce (per wait)
   int eval_batch_size = 256;
   bool evaluate = true;  // on the test split after every epoch
   double lr = 0.1;
