@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
 
 #include "ringtrain/train/resume_position.hpp"
