@@ -46,8 +46,15 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, const CommOptions& options)
            options.timeout_s);
   RT_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   RT_MPI_CHECK(MPI_Comm_size(comm, &size_));
-  RT_MPI_CHECK(MPI_Win_allocate(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm, &published_,
-                                &arrivals_));
+  // Note: the arrivals window needs one-sided MPI, which Open MPI 4 offers over shared memory and
+  // RDMA networks but not over plain TCP between nodes (osc/rdma needs RDMA, osc/pt2pt
+  // MPI_THREAD_MULTIPLE). Without it a timeout still ends the job, only without naming the
+  // ranks that never arrived.
+  if (MPI_Win_allocate(sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm, &published_,
+                       &arrivals_) != MPI_SUCCESS) {
+    arrivals_ = MPI_WIN_NULL;
+    return;
+  }
   RT_MPI_CHECK(MPI_Win_set_errhandler(arrivals_, MPI_ERRORS_RETURN));
   RT_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, arrivals_));
   *published_ = 0;
@@ -60,18 +67,21 @@ MpiCommunicator::~MpiCommunicator() {
   if (std::uncaught_exceptions() > 0) return;
   for (auto& [handle, p] : pending_)
     if (!p.done) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
-  if (arrivals_abandoned_) return;
+  if (arrivals_abandoned_ || arrivals_ == MPI_WIN_NULL) return;
   MPI_Win_unlock_all(arrivals_);
   MPI_Win_free(&arrivals_);
 }
 
 int64_t MpiCommunicator::enter_collective() {
+  if (arrivals_ == MPI_WIN_NULL) return entered_++;
   *published_ = ++entered_;
   RT_MPI_CHECK(MPI_Win_sync(arrivals_));
   return entered_ - 1;
 }
 
 std::string MpiCommunicator::missing_ranks(int64_t collective) {
+  if (arrivals_ == MPI_WIN_NULL)
+    return "which rank is missing is unknown (this MPI has no one-sided windows on this network)";
   std::vector<MPI_Request> reads(size_, MPI_REQUEST_NULL);
   for (int r = 0; r < size_; ++r)
     if (r != rank_ && MPI_Rget(&peer_counts_[r], 1, MPI_INT64_T, r, 0, 1, MPI_INT64_T, arrivals_,

@@ -9,7 +9,8 @@
 #   - the node-local duties: the synthetic dataset, written into node-local scratch, is made
 #     once per node; rank 0 alone logs; rank 0 alone writes the checkpoints;
 #   - the training matches 4 ranks on one node step for step, and resumes from its checkpoint;
-#   - a rank failing, or killed, on node 2 ends the whole job, on both nodes, in bounded time.
+#   - a rank failing, hanging or killed on node 2 ends the whole job, on both nodes, in bounded
+#     time.
 # Exits 77 (skipped) with the reason where namespaces cannot be made (no root, a container
 # without CAP_SYS_ADMIN, no iproute2).
 #   tests/multinode/two_nodes.sh MPIEXEC build/ringtrain
@@ -31,7 +32,7 @@ cleanup() {
   ip netns pids "$ns2" 2>/dev/null | xargs -r kill -9 2>/dev/null
   ip netns del "$ns1" 2>/dev/null
   ip netns del "$ns2" 2>/dev/null
-  rm -rf "$dir"
+  [ -n "${KEEP:-}" ] || rm -rf "$dir"
 }
 trap cleanup EXIT
 ip netns add "$ns2" || skip "cannot make a second network namespace"
@@ -84,14 +85,17 @@ on_two_nodes() {
 run=(train --device cpu --depth 18 --width 0.125 --threads 1 --workers 1 --batch-size 4
   --log-interval 0 --seed 3)
 local_data=(--synth-path "$dir/scratch/synth.h5")
+shared_data=(--synth-path "$dir/shared/synth.h5")  # written by the one-node run
 # The same data and steps as 4 ranks on one node, over TCP too, as the reference.
 timeout 180 "$mpiexec" -n 4 --oversubscribe --mca btl tcp,self "$bin" "${run[@]}" \
   --synth-path "$dir/shared/synth.h5" --steps 8 >"$dir/one_node.log" 2>&1 ||
   fail "4 ranks on one node" "$dir/one_node.log"
 
-if ! on_two_nodes "$dir/two.log" "${run[@]}" "${local_data[@]}" --steps 8 --checkpoint-dir "$dir/shared/ckpt" \
-  --checkpoint-every 4; then
-  fail "2 nodes x 2 ranks: exit status $?" "$dir/two.log"
+on_two_nodes "$dir/two.log" "${run[@]}" "${local_data[@]}" --steps 8 --checkpoint-dir "$dir/shared/ckpt" \
+  --checkpoint-every 4
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  fail "2 nodes x 2 ranks: exit status $rc" "$dir/two.log"
 else
   echo "ok   2 nodes x 2 ranks trained over TCP"
 fi
@@ -114,9 +118,10 @@ else
   diff <(losses "$dir/one_node.log") <(losses "$dir/two.log")
 fi
 
-# Resume on two nodes from the checkpoint of step 4 (the file of step 8 removed).
+# Resume on two nodes from the checkpoint of step 4 (the file of step 8 removed), reading the
+# same data from the shared folder now: a checkpoint knows its data by content, not by path.
 rm -f "$dir/shared/ckpt/ckpt-step00000008.h5"
-on_two_nodes "$dir/resumed.log" "${run[@]}" "${local_data[@]}" --steps 8 --checkpoint-dir "$dir/shared/ckpt" \
+on_two_nodes "$dir/resumed.log" "${run[@]}" "${shared_data[@]}" --steps 8 --checkpoint-dir "$dir/shared/ckpt" \
   --resume auto || fail "resume on 2 nodes" "$dir/resumed.log"
 if grep -q "resumed from .*step 4" "$dir/resumed.log" &&
   [ "$(losses "$dir/resumed.log" | tail -n 4)" = "$(losses "$dir/one_node.log" | tail -n 4)" ]; then
@@ -127,7 +132,7 @@ fi
 
 # A rank on node 2 fails: the whole job ends with an error naming it, on both nodes.
 start=$(date +%s)
-if on_two_nodes "$dir/failed.log" "${run[@]}" "${local_data[@]}" --steps 8 --debug-fail-rank 3 --debug-fail-step 2; then
+if on_two_nodes "$dir/failed.log" "${run[@]}" "${shared_data[@]}" --steps 8 --debug-fail-rank 3 --debug-fail-step 2; then
   fail "a failing rank on node 2: the job exited 0" "$dir/failed.log"
 elif [ $? -eq 124 ]; then
   fail "a failing rank on node 2: the job hung" "$dir/failed.log"
@@ -136,8 +141,21 @@ elif ! grep -q "rank 3 of 4: error: .*failure injected" "$dir/failed.log"; then
 else
   echo "ok   a failing rank on node 2 ended the job in $(($(date +%s) - start)) s, naming rank 3"
 fi
+# A rank on node 2 hangs: the others give up after --comm-timeout and end the job.
+start=$(date +%s)
+on_two_nodes "$dir/hung.log" "${run[@]}" "${shared_data[@]}" --steps 8 --comm-timeout 5 \
+  --debug-hang-rank 3 --debug-hang-step 2
+rc=$?
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+  fail "a hung rank on node 2: the job exited $rc (0: went on; 124: hung)" "$dir/hung.log"
+elif ! grep -q "did not complete within 5 s" "$dir/hung.log"; then
+  fail "a hung rank on node 2: no timeout message" "$dir/hung.log"
+else
+  echo "ok   a hung rank on node 2 ended the job in $(($(date +%s) - start)) s: $(grep -o 'did not complete within 5 s on rank [0-9]*: [^;]*' "$dir/hung.log" | head -n 1)"
+fi
+
 # A rank on node 2 is killed (SIGKILL, as the OOM killer does): the job ends on both nodes.
-on_two_nodes "$dir/killed.log" "${run[@]}" "${local_data[@]}" --steps 400 &
+on_two_nodes "$dir/killed.log" "${run[@]}" "${shared_data[@]}" --steps 400 &
 job=$!
 victim=""
 for _ in $(seq 600); do
