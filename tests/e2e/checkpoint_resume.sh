@@ -45,6 +45,7 @@ for ranks in 1 2; do
     --checkpoint-every 40) >"$dir/straight.log" 2>&1; then
     fail "$ranks rank(s): uninterrupted run" "$dir/straight.log"; continue
   fi
+  : >"$dir/stopped.log"  # emptied before the launch: the wait below must not see the last run's
   (launch "$ranks" "${model[@]}" --steps 40 --batch-size "$batch" --checkpoint-dir "$b" \
     --debug-loader-delay-ms 60) >"$dir/stopped.log" 2>&1 &
   pid=$!
