@@ -33,6 +33,10 @@ class World {
   MPI_Comm local_ = MPI_COMM_NULL;
 };
 
+// This process's rank as mpirun (Open MPI, PMIx, PMI) or srun set it in the environment, known
+// before MPI is initialised; 0 when started on its own.
+int launch_rank();
+
 // Throws an Error naming the call and the MPI error string when an MPI call fails.
 void check_mpi(int code, const char* call);
 #define RT_MPI_CHECK(call) ::ringtrain::check_mpi((call), #call)
