@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/exit_codes.hpp"
@@ -240,6 +242,18 @@ void choose_device(const CLI::App& cmd, const std::string& device, TrainConfig& 
       describe(c));
 }
 
+// Every rank of a job parses the same command line and fails alike: rank 0 prints for all.
+int parse_failure(const CLI::App& app, const CLI::ParseError& e) {
+  if (launch_rank() == 0) {
+    app.exit(e);
+  } else if (e.get_exit_code() != 0) {
+    // Note: mpirun ends the job when its first process fails; the others wait a moment so that
+    // rank 0's message is out by then.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return e.get_exit_code() == 0 ? exit_code::kOk : exit_code::kUsage;
+}
+
 int exit_status(const std::exception& e) {
   if (dynamic_cast<const ConfigError*>(&e)) return exit_code::kUsage;
   if (dynamic_cast<const DivergedError*>(&e)) return exit_code::kDiverged;
@@ -334,9 +348,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Every rank of a job parses the same command line and fails alike: one prints for all.
-    if (launch_rank() == 0) app.exit(e);
-    return e.get_exit_code() == 0 ? exit_code::kOk : exit_code::kUsage;
+    return parse_failure(app, e);
   }
   spdlog::set_pattern("[%H:%M:%S] %v");
   try {
