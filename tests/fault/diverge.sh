@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A diverged run (a NaN or infinite train or test loss) is an error with its own exit status, 65,
 # and a message naming where it happened and the likely cause; it is never reported as a test
-# split "not evaluated" with exit 0. --no-eval still reports "not evaluated".
+# split "not evaluated" with exit 0, on one rank or under mpirun. --no-eval still reports "not
+# evaluated".
 set -u
 bin=${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}
 dir=$(mktemp -d)
@@ -41,6 +42,18 @@ run "--no-eval" 0 "" --epochs 1 --no-eval
 for text in "test not evaluated" "final test accuracy not evaluated"; do
   cat "$dir/out" "$dir/err" | grep -qF "$text" || fail "--no-eval: no '$text'"
 done
+
+# Under mpirun the job ends with the same status.
+if [ -n "${MPIEXEC:-}" ]; then
+  rc=0
+  timeout 60 "$MPIEXEC" -n 2 "$bin" train --data "$dir/small.h5" --depth 18 --width 0.125 \
+    --batch-size 8 --threads 1 --workers 1 --epochs 1 --debug-eval-nan >"$dir/err" 2>&1 || rc=$?
+  if [ "$rc" -eq 65 ] && grep -q "error: train: diverged: the test loss after epoch 1" "$dir/err"; then
+    echo "ok   NaN test loss on 2 ranks: mpirun exits 65"
+  else
+    fail "NaN test loss on 2 ranks: exit status $rc (want 65)"
+  fi
+fi
 
 echo "diverge: $failures failed"
 [ "$failures" -eq 0 ]
