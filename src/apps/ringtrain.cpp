@@ -47,7 +47,7 @@ CLI::Validator bounded(double lo, double hi, bool whole, bool lo_open, const std
         if (v > hi) return str_cat("must be <= ", show_number(hi), hint, ", got ", value);
         return "";
       },
-      (whole ? "INT in " : "NUMBER in ") + range);
+      range);
 }
 CLI::Validator whole(double lo, double hi, const std::string& hint = "") {
   return bounded(lo, hi, true, false, hint);
@@ -69,7 +69,7 @@ const CLI::Validator kSeed(
         return "";
       return "must be a whole number in [0, 2^64), got " + value;
     },
-    "UINT64");
+    "[0, 2^64)");
 
 // A thread count, or "auto" (passed on as -1).
 CLI::Validator workers_or_auto() {
@@ -80,7 +80,7 @@ CLI::Validator workers_or_auto() {
         value = "-1";
         return "";
       },
-      "INT|auto");
+      str_cat("[0, ", limits::kMaxWorkers, "]|auto"));
 }
 
 void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
