@@ -132,10 +132,11 @@ CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const 
 }
 
 // A NaN or infinite loss ends the run with its own error: rerunning it would only repeat it.
-void check_finite(double loss, const std::string& which, double peak_lr, bool fp16) {
+// `which` and `when` say which loss it was: "the loss at step" 17.
+void check_finite(double loss, const char* which, int64_t when, double peak_lr, bool fp16) {
   if (std::isfinite(loss)) return;
-  throw DivergedError(str_cat("train: diverged: ", which, " is ", loss, "; likely --lr ", peak_lr,
-                              " is too high (lower it or add --warmup-steps)",
+  throw DivergedError(str_cat("train: diverged: ", which, " ", when, " is ", loss, "; likely --lr ",
+                              peak_lr, " is too high (lower it or add --warmup-steps)",
                               fp16 ? ", or fp16 overflowed (try --amp bf16)" : ""));
 }
 
@@ -274,7 +275,7 @@ TrainResult train(const TrainConfig& requested) {
       const StepStats st =
           accumulated_step(replicas, train_batches, config.accum_steps, config.label_smoothing,
                            loss_scale, dlogits, gradient_sum);
-      check_finite(st.loss, str_cat("the loss at step ", step), config.lr, scaler.enabled());
+      check_finite(st.loss, "the loss at step", step, config.lr, scaler.enabled());
       prof.start(Phase::optimizer);
       const bool finite = !scaler.enabled() || backend.all_finite(model.parameters().flat_grads());
       if (scaler.update(finite)) {
@@ -325,8 +326,7 @@ TrainResult train(const TrainConfig& requested) {
       RT_CHECK(ev.count == data.test.count, "evaluate: ranks saw ", ev.count,
                " test samples, expected ", data.test.count);
       m.test_loss = config.debug_eval_nan ? std::nan("") : ev.loss / ev.count;
-      check_finite(m.test_loss, str_cat("the test loss after epoch ", m.epoch), config.lr,
-                   scaler.enabled());
+      check_finite(m.test_loss, "the test loss after epoch", m.epoch, config.lr, scaler.enabled());
       m.test_accuracy = ev.correct / ev.count;
     }
     report.epoch_done(m);

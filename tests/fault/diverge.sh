@@ -38,6 +38,8 @@ run "NaN test loss" 65 \
   --epochs 1 --debug-eval-nan
 run "--lr 1e6" 65 "^ringtrain: error: train: diverged: the (test )?loss (at step|after epoch) [0-9]+ is" \
   --steps 4 --lr 1e6
+run "NaN train loss" 65 "^ringtrain: error: train: diverged: the loss at step [0-9]+ is -?nan; likely --lr" \
+  --epochs 5 --no-eval --lr 1e6 --schedule constant
 run "--no-eval" 0 "" --epochs 1 --no-eval
 for text in "test not evaluated" "final test accuracy not evaluated"; do
   cat "$dir/out" "$dir/err" | grep -qF "$text" || fail "--no-eval: no '$text'"
