@@ -3,11 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "ringtrain/backend/devices.hpp"
+#include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
@@ -21,34 +26,64 @@ namespace {
 
 using namespace ringtrain;
 
-// CLI11's own PositiveNumber prints the whole double range; these say what is wanted.
-CLI::Validator sign_check(bool allow_zero) {
-  return CLI::Validator(
-      [allow_zero](std::string& value) -> std::string {
-        double v = 0;
-        try {
-          v = std::stod(value);
-        } catch (const std::exception&) {
-          return "'" + value + "' is not a number";
-        }
-        if (v > 0 || (allow_zero && v == 0)) return "";
-        return "must be " + std::string(allow_zero ? ">= 0" : "positive") + ", got " + value;
-      },
-      allow_zero ? "NONNEGATIVE" : "POSITIVE");
+std::string show_number(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  return fmt::format("{}", v);
 }
-const CLI::Validator kPositive = sign_check(false);
-constexpr int kStoppedBySignal = 75;
-const CLI::Validator kNonNegative = sign_check(true);
-// A thread count, or "auto" (passed on as -1).
-const CLI::Validator kWorkers(
+
+// A finite number in [lo, hi] ((lo, hi] when lo_open), whole for an integer flag. CLI11's own
+// checks print the whole double range and let NaN through; this says what is wanted.
+CLI::Validator bounded(double lo, double hi, bool whole, bool lo_open, const std::string& hint) {
+  const std::string range =
+      str_cat(lo_open ? "(" : "[", show_number(lo), ", ", show_number(hi), "]");
+  return CLI::Validator(
+      [=](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0') return "'" + value + "' is not a number";
+        if (!std::isfinite(v)) return "must be a finite number in " + range + ", got " + value;
+        if (whole && v != std::floor(v)) return "must be a whole number, got " + value;
+        if (lo_open ? v <= lo : v < lo)
+          return str_cat("must be ", lo_open ? "> " : ">= ", show_number(lo), hint, ", got ",
+                         value);
+        if (v > hi) return str_cat("must be <= ", show_number(hi), hint, ", got ", value);
+        return "";
+      },
+      range);
+}
+CLI::Validator whole(double lo, double hi, const std::string& hint = "") {
+  return bounded(lo, hi, true, false, hint);
+}
+CLI::Validator real(double lo, double hi) {
+  return bounded(lo, hi, false, false, "");
+}
+CLI::Validator positive(double hi) {
+  return bounded(0, hi, false, true, "");
+}
+
+// CLI11 reads "-1" as 2^64 - 1 for an unsigned flag: only digits are a seed.
+const CLI::Validator kSeed(
     [](std::string& value) -> std::string {
-      if (value == "auto") {
+      const std::string max = "18446744073709551615";
+      const bool digits =
+          !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+      if (digits && (value.size() < max.size() || (value.size() == max.size() && value <= max)))
+        return "";
+      return "must be a whole number in [0, 2^64), got " + value;
+    },
+    "[0, 2^64)");
+
+// A thread count, or "auto" (passed on as -1).
+CLI::Validator workers_or_auto() {
+  const CLI::Validator count = whole(0, limits::kMaxWorkers);
+  return CLI::Validator(
+      [count](std::string& value) -> std::string {
+        if (value != "auto") return count(value);
         value = "-1";
         return "";
-      }
-      return kNonNegative(value);
-    },
-    "INT|auto");
+      },
+      str_cat("[0, ", limits::kMaxWorkers, "]|auto"));
+}
 
 // A file path, never empty: an empty --data would silently mean synthetic data (leaving the flag
 // out is how to ask for that).
@@ -80,25 +115,29 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->check(CLI::IsMember({18, 34, 50, 101, 152}))
       ->capture_default_str();
   cmd.add_option("--width", c.model.width, "channel width multiplier")
-      ->check(kPositive)
+      ->check(real(limits::kMinWidth, limits::kMaxWidth))
       ->capture_default_str();
   cmd.add_option("--stem", c.model.stem, "cifar (3x3, no pool) or imagenet (7x7/2 + max pool)")
       ->check(CLI::IsMember({"cifar", "imagenet"}))
       ->capture_default_str();
   cmd.add_flag("--zero-init-residual", c.model.zero_init_residual,
                "start each residual branch's last BN at zero");
-  cmd.add_option("--epochs", c.epochs, "epochs to train")->check(kPositive)->capture_default_str();
-  cmd.add_option("--steps", c.steps, "stop after this many steps (overrides --epochs)")
-      ->check(kNonNegative);
-  cmd.add_option("--batch-size", c.batch_size, "images per step and process")
-      ->check(kPositive)
+  cmd.add_option("--epochs", c.epochs, "epochs to train")
+      ->check(whole(1, limits::kMaxEpochs))
       ->capture_default_str();
-  cmd.add_option("--lr", c.lr, "peak learning rate")->check(kPositive)->capture_default_str();
+  cmd.add_option("--steps", c.steps, "stop after this many steps (overrides --epochs)")
+      ->check(whole(1, limits::kMaxSteps, " (omit --steps to train --epochs)"));
+  cmd.add_option("--batch-size", c.batch_size, "images per step and process")
+      ->check(whole(1, limits::kMaxBatch))
+      ->capture_default_str();
+  cmd.add_option("--lr", c.lr, "peak learning rate")
+      ->check(positive(limits::kMaxLr))
+      ->capture_default_str();
   cmd.add_option("--momentum", c.momentum, "SGD momentum")
-      ->check(kNonNegative)
+      ->check(real(0, 1))
       ->capture_default_str();
   cmd.add_option("--weight-decay", c.weight_decay, "L2 weight decay (PyTorch semantics)")
-      ->check(kNonNegative)
+      ->check(real(0, 1))
       ->capture_default_str();
   cmd.add_flag("--nesterov", c.nesterov, "Nesterov momentum");
   cmd.add_flag("!--decay-bn-and-bias,--no-bn-decay", c.decay_norm_and_bias,
@@ -106,19 +145,20 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--schedule", c.schedule, "constant, step, cosine or onecycle")
       ->check(CLI::IsMember({"constant", "step", "cosine", "onecycle"}))
       ->capture_default_str();
-  cmd.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")->check(kNonNegative);
+  cmd.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")
+      ->check(whole(0, limits::kMaxSteps));
   cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing in [0, 1)")
-      ->check(CLI::Range(0.0, 0.999));
+      ->check(real(0, 0.999));
   cmd.add_option("--workers", c.workers,
                  "loader threads (0: assemble batches synchronously; auto: probe for enough)")
-      ->transform(kWorkers)
+      ->transform(workers_or_auto())
       ->capture_default_str();
   cmd.add_option("--prefetch-factor", c.prefetch_factor, "ready batches per loader thread")
-      ->check(kPositive)
+      ->check(whole(1, limits::kMaxPrefetch))
       ->capture_default_str();
   cmd.add_option("--memory-budget-mb", c.memory_budget_mb,
                  "train images larger than this are streamed from the file window by window")
-      ->check(kPositive)
+      ->check(positive(limits::kMaxMegabytes))
       ->capture_default_str();
   cmd.add_flag("--persistent-workers", c.persistent_workers, "keep loader threads across epochs");
   cmd.add_flag("!--no-augment", c.augment, "no random crop and flip");
@@ -133,23 +173,23 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->check(CLI::IsMember({"ddp", "dp"}))
       ->capture_default_str();
   cmd.add_option("--devices", c.devices, "--mode dp: devices (CPU replicas on the CPU backend)")
-      ->check(kPositive)
+      ->check(whole(1, limits::kMaxDevices))
       ->capture_default_str();
   cmd.add_option("--global-batch-size", c.global_batch_size,
                  "images per step over all ranks (instead of --batch-size)")
-      ->check(kPositive);
+      ->check(whole(1, limits::kMaxGlobalBatch));
   cmd.add_flag("--sync-bn", c.sync_bn, "SyncBatchNorm: batch statistics over all ranks");
   cmd.add_option("--accum-steps", c.accum_steps,
                  "micro-batches per optimizer step; DDP communicates on the last one only")
-      ->check(kPositive)
+      ->check(whole(1, limits::kMaxAccumSteps))
       ->capture_default_str();
   cmd.add_option("--bucket-cap-mb", c.bucket_cap_mb, "DDP gradient bucket size in MB")
-      ->check(kPositive)
+      ->check(positive(limits::kMaxMegabytes))
       ->capture_default_str();
   cmd.add_flag("!--no-overlap", c.overlap, "DDP: all-reduce only after the whole backward pass");
   cmd.add_option("--comm-timeout", c.comm_timeout_s,
                  "seconds after which a collective that has not completed ends the job")
-      ->check(kPositive)
+      ->check(positive(limits::kMaxSeconds))
       ->capture_default_str();
   cmd.add_flag("--debug-collectives", c.debug_collectives,
                "check that every rank issues the same collectives; report the first mismatch");
@@ -159,18 +199,21 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--debug-hang-step", c.debug_hang_step, "tests: the step it hangs at")->group("");
   cmd.add_option("--debug-startup-delay-ms", c.debug_startup_delay_ms, "tests: slow start-up")
       ->group("");
-  cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")->capture_default_str();
-  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")->check(kNonNegative);
+  cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")
+      ->check(kSeed)
+      ->capture_default_str();
+  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")
+      ->check(whole(0, limits::kMaxThreads));
   cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
   cmd.add_option("--checkpoint-dir", c.checkpoint_dir, "where checkpoints go")
       ->capture_default_str();
   cmd.add_option("--checkpoint-every", c.checkpoint_every,
                  "steps between checkpoints (0: only on SIGTERM/SIGUSR1)")
-      ->check(kNonNegative);
+      ->check(whole(0, limits::kMaxSteps));
   cmd.add_option("--checkpoint-minutes", c.checkpoint_minutes, "minutes between checkpoints")
-      ->check(kNonNegative);
+      ->check(real(0, limits::kMaxSeconds));
   cmd.add_option("--keep", c.keep_checkpoints, "checkpoints kept (the newest)")
-      ->check(kPositive)
+      ->check(whole(1, limits::kMaxKeep))
       ->capture_default_str();
   cmd.add_option("--resume", c.resume,
                  "auto (the newest complete checkpoint of --checkpoint-dir) or a checkpoint file");
@@ -184,13 +227,16 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->capture_default_str();
   cmd.add_option("--summary", c.summary_path, "write the run summary as JSON here");
   cmd.add_option("--peak-tflops", c.peak_tflops, "device peak for MFU (default: by device name)")
-      ->check(kNonNegative);
+      ->check(real(0, limits::kMaxTflops));
   cmd.add_option("--debug-loader-delay-ms", c.debug_loader_delay_ms, "tests: slow loader")
+      ->check(real(0, limits::kMaxSeconds))
       ->group("");
   cmd.add_option("--debug-comm-delay-ms", c.debug_comm_delay_ms, "tests: slow all-reduce")
+      ->check(real(0, limits::kMaxSeconds))
       ->group("");
+  cmd.add_flag("--debug-eval-nan", c.debug_eval_nan, "tests: a NaN test loss")->group("");
   cmd.add_option("--log-interval", c.log_interval_s, "seconds between progress lines")
-      ->check(kNonNegative)
+      ->check(real(0, limits::kMaxSeconds))
       ->capture_default_str();
 }
 
@@ -211,6 +257,47 @@ void choose_device(const CLI::App& cmd, const std::string& device, TrainConfig& 
       "no GPU in use: running the CPU quick configuration ({}); set --depth, --width, "
       "--batch-size or --epochs to choose your own",
       describe(c));
+}
+
+// Every rank of a job parses the same command line and fails alike: rank 0 prints for all.
+int parse_failure(const CLI::App& app, const CLI::ParseError& e) {
+  if (launch_rank() == 0) {
+    app.exit(e);
+  } else if (e.get_exit_code() != 0) {
+    // Note: mpirun ends the job when its first process fails; the others wait a moment so that
+    // rank 0's message is out by then.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return e.get_exit_code() == 0 ? exit_code::kOk : exit_code::kUsage;
+}
+
+int exit_status(const std::exception& e) {
+  if (dynamic_cast<const ConfigError*>(&e)) return exit_code::kUsage;
+  if (dynamic_cast<const DivergedError*>(&e)) return exit_code::kDiverged;
+  return exit_code::kError;
+}
+
+// `train` or `diagnose`, on every rank of the job.
+int run_job(const CLI::App& cmd, bool training, const std::string& device, TrainConfig& config) {
+  // Before MPI_Init (Open MPI leaves SIGTERM and SIGUSR1 alone) and the data loading: a stop
+  // requested during start-up is honoured at the first step boundary instead of killing.
+  if (training) install_stop_signal_handlers();
+  World& world = World::get();
+  if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
+  try {
+    choose_device(cmd, device, config);
+    // A run stopped by SIGTERM/SIGUSR1 exits with EX_TEMPFAIL: a job script requeues on it.
+    if (training) return train(config).stopped ? exit_code::kStoppedBySignal : exit_code::kOk;
+    const ProbeResults probes = run_probes(config);
+    if (world.is_root()) std::fputs(format_diagnosis(probes, judge(probes)).c_str(), stdout);
+    return exit_code::kOk;
+  } catch (const ConfigError&) {
+    throw;  // every rank found it before training: they all leave with it
+  } catch (const std::exception& e) {
+    // One rank failing must end the whole job, never leave the others in a collective.
+    if (world.size() > 1) world.abort(e.what(), exit_status(e));
+    throw;
+  }
 }
 
 }  // namespace
@@ -238,16 +325,16 @@ int main(int argc, char** argv) {
   CLI::App* synth_cmd = data_cmd->add_subcommand("synth", "write a learnable synthetic dataset");
   synth_cmd->add_option("--out", synth_out, "HDF5 file to write")->required();
   synth_cmd->add_option("--train", synth.train_count, "training images")
-      ->check(kPositive)
+      ->check(whole(1, kMaxSynthImages))
       ->capture_default_str();
   synth_cmd->add_option("--test", synth.test_count, "test images")
-      ->check(kPositive)
+      ->check(whole(1, kMaxSynthImages))
       ->capture_default_str();
   synth_cmd->add_option("--height", synth.height, "image height")
-      ->check(kPositive)
+      ->check(whole(1, kMaxSynthSide))
       ->capture_default_str();
   synth_cmd->add_option("--width", synth.width, "image width")
-      ->check(kPositive)
+      ->check(whole(1, kMaxSynthSide))
       ->capture_default_str();
   synth_cmd->add_option("--channels", synth.channels, "1 or 3")
       ->check(CLI::IsMember({1, 3}))
@@ -255,7 +342,9 @@ int main(int argc, char** argv) {
   synth_cmd->add_option("--classes", synth.classes, "number of classes")
       ->check(CLI::Range(2, 1000))
       ->capture_default_str();
-  synth_cmd->add_option("--seed", synth.seed, "generator seed")->capture_default_str();
+  synth_cmd->add_option("--seed", synth.seed, "generator seed")
+      ->check(kSeed)
+      ->capture_default_str();
   synth_cmd->add_option("--gzip", gzip, "compression level 0-9")->check(CLI::Range(0, 9));
 
   std::string convert_from = "cifar10-bin", convert_dir, convert_out;
@@ -278,36 +367,24 @@ int main(int argc, char** argv) {
       "inspect",
       "summarise a checkpoint (its meta, every dataset verified against its checksum) or a "
       "dataset (as data inspect)");
-  any_inspect_cmd->add_option("file", any_inspect_path, "checkpoint or HDF5 dataset")->required();
+  any_inspect_cmd->add_option("file", any_inspect_path, "checkpoint or HDF5 dataset")
+      ->required()
+      ->check(kFilePath);
 
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return str_cat("ringtrain: error: ", e.what(), "\nRun with --help for more information.\n");
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return parse_failure(app, e);
   }
   spdlog::set_pattern("[%H:%M:%S] %v");
   try {
-    if (*train_cmd || *diagnose_cmd) {
-      // Before MPI_Init (Open MPI leaves SIGTERM and SIGUSR1 alone) and the data loading: a stop
-      // requested during start-up is honoured at the first step boundary instead of killing.
-      if (*train_cmd) install_stop_signal_handlers();
-      World& world = World::get();
-      if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
-      try {
-        choose_device(*train_cmd ? *train_cmd : *diagnose_cmd, device, train_config);
-        if (*train_cmd) {
-          // A run stopped by SIGTERM/SIGUSR1 exits with EX_TEMPFAIL: a job script requeues on it.
-          if (train(train_config).stopped) return kStoppedBySignal;
-        } else {
-          const ProbeResults probes = run_probes(train_config);
-          if (world.is_root()) std::fputs(format_diagnosis(probes, judge(probes)).c_str(), stdout);
-        }
-      } catch (const std::exception& e) {
-        // One rank failing must end the whole job, never leave the others in a collective.
-        if (world.size() > 1) world.abort(e.what());
-        throw;
-      }
-    } else if (*convert_cmd) {
+    if (*train_cmd || *diagnose_cmd)
+      return run_job(*train_cmd ? *train_cmd : *diagnose_cmd, train_cmd->parsed(), device,
+                     train_config);
+    if (*convert_cmd) {
       const Dataset d = read_cifar10_bin(convert_dir);
       write_hdf5_dataset(convert_out, d, convert_gzip);
       spdlog::info("wrote {}: {} train and {} test images", convert_out, d.train.count,
@@ -327,8 +404,10 @@ int main(int argc, char** argv) {
                    synth.classes);
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ringtrain: error: %s\n", e.what());
-    return 1;
+    const int status = exit_status(e);
+    if (status != exit_code::kUsage || launch_rank() == 0)
+      std::fprintf(stderr, "ringtrain: error: %s\n", e.what());
+    return status;
   }
-  return 0;
+  return exit_code::kOk;
 }

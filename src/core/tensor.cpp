@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ringtrain/core/checked_math.hpp"
+
 namespace ringtrain {
 
 std::string shape_str(const Shape& s) {
@@ -13,7 +15,7 @@ std::string shape_str(const Shape& s) {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) n = checked_mul(n, d, "tensor elements");
   return n;
 }
 
@@ -24,7 +26,8 @@ std::string Device::str() const {
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Layout layout) {
   for (int64_t d : shape)
     RT_CHECK(d >= 0, "Tensor::zeros: negative dimension in ", shape_str(shape));
-  const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+  const std::size_t bytes = static_cast<std::size_t>(
+      checked_mul(shape_numel(shape), static_cast<int64_t>(dtype_size(dtype)), "tensor bytes"));
   const std::size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   RT_CHECK(p != nullptr, "Tensor::zeros: cannot allocate ", bytes, " bytes for ", shape_str(shape));

@@ -6,10 +6,21 @@
 namespace ringtrain {
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 0; i < std::max(threads, 0); ++i) workers_.emplace_back([this] { work(); });
+  const int n = std::max(threads, 0);
+  try {
+    for (int i = 0; i < n; ++i)
+      workers_.push_back(start_thread("compute", i, n, [this] { work(); }));
+  } catch (...) {
+    stop();
+    throw;
+  }
 }
 
 ThreadPool::~ThreadPool() {
+  stop();
+}
+
+void ThreadPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;

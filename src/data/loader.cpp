@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "ringtrain/core/thread_pool.hpp"
+
 namespace ringtrain {
 
 Loader::Loader(const Split& split, const ImageWriter& writer, DistributedSampler sampler,
@@ -93,8 +95,14 @@ void Loader::start_workers() {
     for (int p = 0; p < config_.prefetch_factor; ++p) worker->ring.push_back(make_slot(backend_));
     workers_.push_back(std::move(worker));
   }
-  for (int w = 0; w < config_.workers; ++w)
-    workers_[w]->thread = std::thread([this, w] { run_worker(w); });
+  try {
+    for (int w = 0; w < config_.workers; ++w)
+      workers_[w]->thread =
+          start_thread("loader", w, config_.workers, [this, w] { run_worker(w); });
+  } catch (...) {
+    stop_workers();
+    throw;
+  }
 }
 
 void Loader::stop_workers() {
@@ -108,7 +116,8 @@ void Loader::stop_workers() {
     { std::lock_guard<std::mutex> lock(w->mutex); }
     w->changed.notify_all();
   }
-  for (auto& w : workers_) w->thread.join();
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
   workers_.clear();
   stopping_ = false;
 }

@@ -48,6 +48,8 @@ int64_t StreamingLoader::batches_in_window(int64_t w) const {
 
 Normalization StreamingLoader::statistics(const std::string& path, const std::string& split,
                                           const Split& meta, int64_t window_images) {
+  RT_CHECK(window_images > 0, "streaming: a window must hold at least one image, got ",
+           window_images);
   ChannelMoments moments(meta.channels);
   std::vector<uint8_t> buffer;
   for (int64_t first = 0; first < meta.count; first += window_images) {

@@ -1,6 +1,7 @@
 #include "ringtrain/dist/world.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <vector>
 
@@ -16,6 +17,12 @@ void check_mpi(int code, const char* call) {
   int rank = -1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   throw Error(str_cat(call, " failed on rank ", rank, ": ", std::string(text, length)));
+}
+
+int launch_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  return 0;
 }
 
 World& World::get() {

@@ -1,6 +1,9 @@
 #include "ringtrain/parallel/data_parallel.hpp"
 
 #include <future>
+#include <system_error>
+
+#include "ringtrain/core/thread_pool.hpp"
 
 namespace ringtrain {
 
@@ -38,8 +41,8 @@ DataParallel::StepResult DataParallel::step(const Tensor& images, const Tensor& 
   // Scatter and run the replicas in parallel; each scales its loss gradient by its share.
   if (profiler) profiler->start(Phase::forward);
   std::vector<std::future<StepResult>> running;
-  for (size_t d = 0; d < replicas_.size(); ++d)
-    running.push_back(std::async(std::launch::async, [&, d] {
+  for (size_t d = 0; d < replicas_.size(); ++d) {
+    auto replica_step = [&, d] {
       Replica& r = replicas_[d];
       const int64_t i = static_cast<int64_t>(d);
       const Tensor x = images.reshaped({images.numel()}).slice(i * image_elements, image_shape);
@@ -53,7 +56,15 @@ DataParallel::StepResult DataParallel::step(const Tensor& images, const Tensor& 
       r.backend->scale(r.dlogits, grad_scale / static_cast<double>(devices));
       r.model->backward(r.dlogits);
       return s;
-    }));
+    };
+    try {
+      running.push_back(std::async(std::launch::async, replica_step));
+    } catch (const std::system_error& e) {
+      // Note: the replicas already started finish before `running` is destroyed.
+      throw thread_start_error("DataParallel replica", static_cast<int>(d),
+                               static_cast<int>(replicas_.size()), e);
+    }
+  }
   StepResult total;
   for (auto& f : running) {
     const StepResult s = f.get();

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "ringtrain/core/error.hpp"
+#include "ringtrain/core/thread_pool.hpp"
 
 namespace ringtrain {
 namespace {
@@ -44,8 +44,14 @@ GpuMonitor::GpuMonitor(const std::string& pci_bus_id, double interval_s) {
     why_ = str_cat("NVML cannot open the device at PCI ", pci_bus_id);
     return;
   }
+  try {
+    thread_ = start_thread("GPU monitor", 0, 1, [this, interval_s] { run(interval_s); });
+  } catch (const Error& e) {
+    symbol<ShutdownFn>(library_, "nvmlShutdown")();
+    why_ = e.what();
+    return;
+  }
   available_ = true;
-  thread_ = std::thread([this, interval_s] { run(interval_s); });
 }
 
 GpuMonitor::~GpuMonitor() {

@@ -4,45 +4,70 @@
 
 namespace ringtrain {
 
+namespace {
+
+// NaN is outside every range.
+template <class T>
+void check_range(const char* setting, T value, T lo, T hi) {
+  RT_CHECK_AS(ConfigError, value >= lo && value <= hi, "config: ", setting, " must be in [", lo,
+              ", ", hi, "], got ", value);
+}
+
+template <class T>
+void check_positive(const char* setting, T value, T hi) {
+  RT_CHECK_AS(ConfigError, value > 0 && value <= hi, "config: ", setting, " must be in (0, ", hi,
+              "], got ", value);
+}
+
+void check_numbers(const TrainConfig& c) {
+  using namespace limits;
+  check_range("--width", c.model.width, kMinWidth, kMaxWidth);
+  check_range("--batch-size", c.batch_size, 1, kMaxBatch);
+  check_range("--global-batch-size", c.global_batch_size, 0, kMaxGlobalBatch);
+  check_range("eval batch size", c.eval_batch_size, 1, kMaxBatch);
+  check_range("--epochs", c.epochs, int64_t{1}, kMaxEpochs);
+  check_range("--steps", c.steps, int64_t{0}, kMaxSteps);
+  check_range("--warmup-steps", c.warmup_steps, int64_t{0}, kMaxSteps);
+  check_positive("--lr", c.lr, kMaxLr);
+  check_range("--momentum", c.momentum, 0.0f, 1.0f);
+  check_range("--weight-decay", c.weight_decay, 0.0f, 1.0f);
+  check_range("--label-smoothing", c.label_smoothing, 0.0f, 0.999f);
+  check_range("--workers", c.workers, -1, kMaxWorkers);
+  check_range("--prefetch-factor", c.prefetch_factor, 1, kMaxPrefetch);
+  check_positive("--bucket-cap-mb", c.bucket_cap_mb, kMaxMegabytes);
+  check_positive("--comm-timeout", c.comm_timeout_s, kMaxSeconds);
+  check_positive("--memory-budget-mb", c.memory_budget_mb, kMaxMegabytes);
+  check_range("--devices", c.devices, 1, kMaxDevices);
+  check_range("--accum-steps", c.accum_steps, 1, kMaxAccumSteps);
+  check_range("--checkpoint-every", c.checkpoint_every, int64_t{0}, kMaxSteps);
+  check_range("--checkpoint-minutes", c.checkpoint_minutes, 0.0, kMaxSeconds);
+  check_range("--keep", c.keep_checkpoints, 1, kMaxKeep);
+  check_range("--peak-tflops", c.peak_tflops, 0.0, kMaxTflops);
+  check_range("--threads", c.threads, 0, kMaxThreads);
+  check_range("--log-interval", c.log_interval_s, 0.0, kMaxSeconds);
+}
+
+}  // namespace
+
 void TrainConfig::validate() const {
-  RT_CHECK(batch_size > 0, "config: --batch-size must be positive, got ", batch_size);
-  RT_CHECK(eval_batch_size > 0, "config: eval batch size must be positive, got ", eval_batch_size);
-  RT_CHECK(epochs > 0 || steps > 0, "config: need --epochs or --steps > 0");
-  RT_CHECK(steps >= 0, "config: --steps must be >= 0, got ", steps);
-  RT_CHECK(lr > 0, "config: --lr must be positive, got ", lr);
-  RT_CHECK(label_smoothing >= 0 && label_smoothing < 1,
-           "config: --label-smoothing must be in [0, 1), got ", label_smoothing);
-  RT_CHECK(workers >= -1, "config: --workers must be >= 0 or auto, got ", workers);
-  RT_CHECK(prefetch_factor > 0, "config: --prefetch-factor must be positive, got ",
-           prefetch_factor);
-  RT_CHECK(bucket_cap_mb > 0, "config: --bucket-cap-mb must be positive, got ", bucket_cap_mb);
-  RT_CHECK(comm_timeout_s > 0, "config: --comm-timeout must be positive, got ", comm_timeout_s);
-  RT_CHECK(memory_budget_mb > 0, "config: --memory-budget-mb must be positive, got ",
-           memory_budget_mb);
-  RT_CHECK(mode == "ddp" || mode == "dp", "config: --mode must be ddp or dp, got ", mode);
-  RT_CHECK(devices > 0, "config: --devices must be positive, got ", devices);
-  RT_CHECK(mode != "dp" || batch_size % devices == 0, "config: --mode dp splits the batch of ",
-           batch_size, " evenly over ", devices, " devices: it does not divide");
-  RT_CHECK(!(sync_bn && mode == "dp"),
-           "config: --sync-bn is for DDP; --mode dp keeps "
-           "per-device statistics as torch.nn.DataParallel does");
-  RT_CHECK(accum_steps > 0, "config: --accum-steps must be positive, got ", accum_steps);
-  RT_CHECK(device == "cpu" || device == "cuda", "config: --device must be cpu or cuda, got ",
-           device);
-  RT_CHECK(amp == "bf16" || amp == "fp16" || amp == "off",
-           "config: --amp must be bf16, fp16 or off, got ", amp);
-  RT_CHECK(augment_on == "host" || augment_on == "device",
-           "config: --augment-on must be host or device, got ", augment_on);
-  RT_CHECK(!(device == "cuda" && mode == "dp"),
-           "config: --mode dp runs on CPU replicas only so far; use --device cpu");
+  check_numbers(*this);
+  RT_CHECK_AS(ConfigError, mode == "ddp" || mode == "dp", "config: --mode must be ddp or dp, got ",
+              mode);
+  RT_CHECK_AS(ConfigError, mode != "dp" || batch_size % devices == 0,
+              "config: --mode dp splits the batch of ", batch_size, " evenly over ", devices,
+              " devices: it does not divide");
+  RT_CHECK_AS(ConfigError, !(sync_bn && mode == "dp"),
+              "config: --sync-bn is for DDP; --mode dp keeps "
+              "per-device statistics as torch.nn.DataParallel does");
+  RT_CHECK_AS(ConfigError, device == "cpu" || device == "cuda",
+              "config: --device must be cpu or cuda, got ", device);
+  RT_CHECK_AS(ConfigError, amp == "bf16" || amp == "fp16" || amp == "off",
+              "config: --amp must be bf16, fp16 or off, got ", amp);
+  RT_CHECK_AS(ConfigError, augment_on == "host" || augment_on == "device",
+              "config: --augment-on must be host or device, got ", augment_on);
+  RT_CHECK_AS(ConfigError, !(device == "cuda" && mode == "dp"),
+              "config: --mode dp runs on CPU replicas only so far; use --device cpu");
   parse_profile_mode(profile);
-  RT_CHECK(checkpoint_every >= 0, "config: --checkpoint-every must be >= 0, got ",
-           checkpoint_every);
-  RT_CHECK(checkpoint_minutes >= 0, "config: --checkpoint-minutes must be >= 0, got ",
-           checkpoint_minutes);
-  RT_CHECK(keep_checkpoints > 0, "config: --keep must be positive, got ", keep_checkpoints);
-  RT_CHECK(peak_tflops >= 0, "config: --peak-tflops must be >= 0, got ", peak_tflops);
-  RT_CHECK(threads >= 0, "config: --threads must be >= 0, got ", threads);
   resnet_layout(model.depth);
 }
 

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -88,10 +87,9 @@ void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
 void RunReport::epoch_done(const EpochMetrics& m) {
   if (!root_) return;
   if (terminal_) std::printf("\n");
-  const std::string test =
-      std::isnan(m.test_loss)
-          ? std::string("not evaluated")
-          : fmt::format("loss {:.4f} acc {:.2f}%", m.test_loss, 100 * m.test_accuracy);
+  const std::string test = !config_.evaluate ? std::string("not evaluated")
+                                             : fmt::format("loss {:.4f} acc {:.2f}%", m.test_loss,
+                                                           100 * m.test_accuracy);
   spdlog::info(
       "epoch {} done: train loss {:.4f} acc {:.2f}%, test {}, {:.1f} img/s, bottleneck: {}",
       m.epoch, m.train_loss, 100 * m.train_accuracy, test, m.images_per_s,
@@ -137,9 +135,8 @@ void RunReport::run_done(const TrainResult& r) {
       mfu >= 0 ? fmt::format(" (MFU {:.1f}%)", 100 * mfu) : "",
       gpu_mean >= 0 ? fmt::format("{:.1f}%", gpu_mean) : "not measured",
       config_.profile == "off" ? "unknown (--profile off)" : main_bottleneck(shares),
-      std::isnan(r.epochs.back().test_accuracy)
-          ? std::string("not evaluated")
-          : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
+      !config_.evaluate ? std::string("not evaluated")
+                        : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
   if (config_.summary_path.empty()) return;
   nlohmann::json totals = nlohmann::json::object();
   for (int p = 0; p < kPhases; ++p) totals[phase_name(Phase(p))] = r.phase_totals[p];

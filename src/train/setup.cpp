@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
+#include "ringtrain/core/checked_math.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/streaming_loader.hpp"
@@ -37,8 +39,20 @@ std::string data_path(const TrainConfig& c) {
   return c.data.empty() ? c.synth_path : c.data;
 }
 
-int64_t stream_window(const TrainConfig& c, const Split& train) {
-  return train.images.empty() ? budget_bytes(c) / train.image_bytes() : 0;
+int64_t stream_window(const TrainConfig& c, const Split& train, int world_size) {
+  if (!train.images.empty()) return 0;
+  const int64_t image = train.image_bytes();
+  const int64_t window = budget_bytes(c) / image;
+  const int64_t batch = int64_t{c.batch_size} * world_size;
+  if (window >= batch) return window;
+  const double need_mb =
+      std::ceil(static_cast<double>(checked_mul(batch, image, "streaming: window bytes")) / 1e3) /
+      1e3;
+  throw ConfigError(str_cat("--memory-budget-mb ", c.memory_budget_mb, " holds ", window,
+                            " train images of ", image, " bytes: at least ", need_mb,
+                            " MB needed (one window of a batch of ", c.batch_size, " images for",
+                            " each of ", world_size, " rank(s)); raise --memory-budget-mb or",
+                            " lower --batch-size"));
 }
 
 Dataset load_data(const TrainConfig& c, Communicator& comm) {
@@ -94,7 +108,7 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
         lc, backend);
     return s;
   }
-  const int64_t window = stream_window(c, train);
+  const int64_t window = stream_window(c, train, world.size());
   spdlog::info(
       "train images ({:.1f} MB) exceed --memory-budget-mb {}: streaming windows of {} images",
       train.count * train.image_bytes() / 1e6, c.memory_budget_mb, window);
@@ -109,9 +123,9 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
 TrainConfig per_rank_config(TrainConfig c, int world_size) {
   if (c.global_batch_size > 0) {
     const int64_t parts = int64_t{world_size} * std::max(1, c.accum_steps);
-    RT_CHECK(c.global_batch_size % parts == 0, "config: --global-batch-size ", c.global_batch_size,
-             " does not divide evenly over ", world_size, " ranks x ", c.accum_steps,
-             " micro-batches");
+    RT_CHECK_AS(ConfigError, c.global_batch_size % parts == 0, "config: --global-batch-size ",
+                c.global_batch_size, " does not divide evenly over ", world_size, " ranks x ",
+                c.accum_steps, " micro-batches");
     c.batch_size = static_cast<int>(c.global_batch_size / parts);
   }
   c.validate();

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "ringtrain/backend/devices.hpp"
+#include "ringtrain/core/checked_math.hpp"
 #include "ringtrain/core/clock.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/fingerprint.hpp"
@@ -149,10 +150,19 @@ CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const 
   m.batch_per_rank = c.batch_size;
   m.world_size = world.size();
   m.accum_steps = c.accum_steps;
-  m.sample_order = describe_sample_order(stream_window(c, data.train));
+  m.sample_order = describe_sample_order(stream_window(c, data.train, world.size()));
   m.config = describe(c);
   m.version = RINGTRAIN_VERSION;
   return m;
+}
+
+// A NaN or infinite loss ends the run with its own error: rerunning it would only repeat it.
+// `which` and `when` say which loss it was: "the loss at step" 17.
+void check_finite(double loss, const char* which, int64_t when, double peak_lr, bool fp16) {
+  if (std::isfinite(loss)) return;
+  throw DivergedError(str_cat("train: diverged: ", which, " ", when, " is ", loss, "; likely --lr ",
+                              peak_lr, " is too high (lower it or add --warmup-steps)",
+                              fp16 ? ", or fp16 overflowed (try --amp bf16)" : ""));
 }
 
 LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
@@ -195,10 +205,10 @@ TrainResult train(const TrainConfig& requested) {
   std::unique_ptr<Backend> own_backend;
   std::unique_ptr<ResNet> own_model;
   if (config.mode == "dp") {
-    RT_CHECK(world.size() == 1,
-             "train: --mode dp drives every device from one process; run it "
-             "without mpirun (this job has ",
-             world.size(), " ranks)");
+    RT_CHECK_AS(ConfigError, world.size() == 1,
+                "train: --mode dp drives every device from one process; run it "
+                "without mpirun (this job has ",
+                world.size(), " ranks)");
     dp.emplace(mc, config.devices, std::max(1, config.threads / config.devices), config.seed);
   } else {
     own_backend = make_backend(config, world);
@@ -229,8 +239,10 @@ TrainResult train(const TrainConfig& requested) {
   const int64_t steps_per_epoch = train_source.batches->batches_per_epoch() / config.accum_steps;
   RT_CHECK(steps_per_epoch > 0, "train: ", train_source.batches->batches_per_epoch(),
            " batches per epoch cannot make one step of ", config.accum_steps, " micro-batches");
-  const int64_t total_steps = config.steps > 0 ? config.steps : config.epochs * steps_per_epoch;
-  const int64_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
+  const int64_t total_steps =
+      config.steps > 0 ? config.steps
+                       : checked_mul(config.epochs, steps_per_epoch, "train: --epochs x steps");
+  const int64_t epochs = total_steps / steps_per_epoch + (total_steps % steps_per_epoch != 0);
   const LrSchedule schedule = make_schedule(config, total_steps);
   const int64_t global_batch = int64_t{config.batch_size} * world.size() * config.accum_steps;
 
@@ -298,8 +310,7 @@ TrainResult train(const TrainConfig& requested) {
       const StepStats st =
           accumulated_step(replicas, train_batches, config.accum_steps, config.label_smoothing,
                            loss_scale, dlogits, gradient_sum);
-      RT_CHECK(std::isfinite(st.loss), "train: loss is ", st.loss, " at step ", step,
-               " (learning rate ", lr, " too high?)");
+      check_finite(st.loss, "the loss at step", step, config.lr, scaler.enabled());
       prof.start(Phase::optimizer);
       const bool finite = !scaler.enabled() || backend.all_finite(model.parameters().flat_grads());
       if (scaler.update(finite)) {
@@ -349,7 +360,8 @@ TrainResult train(const TrainConfig& requested) {
       comm.all_reduce_host(&ev.loss, 3, ReduceOp::sum);
       RT_CHECK(ev.count == data.test.count, "evaluate: ranks saw ", ev.count,
                " test samples, expected ", data.test.count);
-      m.test_loss = ev.loss / ev.count;
+      m.test_loss = config.debug_eval_nan ? std::nan("") : ev.loss / ev.count;
+      check_finite(m.test_loss, "the test loss after epoch", m.epoch, config.lr, scaler.enabled());
       m.test_accuracy = ev.correct / ev.count;
     }
     report.epoch_done(m);

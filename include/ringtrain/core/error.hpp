@@ -13,6 +13,19 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A setting out of range or inconsistent with another. Thrown only by checks that every rank of
+// a job makes the same way before training, so one rank may report it for all.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Training diverged: a loss is NaN or infinite.
+class DivergedError : public Error {
+ public:
+  using Error::Error;
+};
+
 template <class... Args>
 std::string str_cat(Args&&... args) {
   std::ostringstream os;
@@ -22,8 +35,10 @@ std::string str_cat(Args&&... args) {
 
 }  // namespace ringtrain
 
-// RT_CHECK(cond, "op", parts...) throws Error("op: parts...") when cond is false.
-#define RT_CHECK(cond, ...)                                                   \
-  do {                                                                        \
-    if (!(cond)) throw ::ringtrain::Error(::ringtrain::str_cat(__VA_ARGS__)); \
+// RT_CHECK(cond, "op", parts...) throws Error("op: parts...") when cond is false;
+// RT_CHECK_AS(ConfigError, cond, ...) throws that kind of Error instead.
+#define RT_CHECK_AS(type, cond, ...)                            \
+  do {                                                          \
+    if (!(cond)) throw type(::ringtrain::str_cat(__VA_ARGS__)); \
   } while (0)
+#define RT_CHECK(cond, ...) RT_CHECK_AS(::ringtrain::Error, cond, __VA_ARGS__)

@@ -5,6 +5,10 @@
 
 namespace ringtrain {
 
+// The largest synthetic dataset asked for: images per split, and pixels per side.
+constexpr int64_t kMaxSynthImages = 100000000;
+constexpr int kMaxSynthSide = 4096;
+
 struct SynthConfig {
   int64_t train_count = 10000;
   int64_t test_count = 2000;
@@ -15,7 +19,8 @@ struct SynthConfig {
 
 // A learnable dataset in the DESIGN §6 schema: each class is a smooth random pattern per
 // channel; a sample is its class pattern shifted by up to 3 pixels, plus strong pixel noise.
-// Deterministic for a seed.
+// Deterministic for a seed. Throws an Error for settings out of range, or a dataset larger than
+// this machine's memory (it is built in memory before it is written).
 Dataset make_synthetic(const SynthConfig& config);
 
 }  // namespace ringtrain

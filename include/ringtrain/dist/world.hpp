@@ -37,6 +37,10 @@ class World {
 // (node names as MPI reports them; nodes in the order of their first rank). Collective.
 std::string describe_placement(const World& world);
 
+// This process's rank as mpirun (Open MPI, PMIx, PMI) or srun set it in the environment, known
+// before MPI is initialised; 0 when started on its own.
+int launch_rank();
+
 // Throws an Error naming the call and the MPI error string when an MPI call fails.
 void check_mpi(int code, const char* call);
 #define RT_MPI_CHECK(call) ::ringtrain::check_mpi((call), #call)

@@ -6,6 +6,27 @@
 
 namespace ringtrain {
 
+// The range of every numeric setting: the CLI refuses a flag outside it, validate() a config.
+// Wide enough for any real run, narrow enough that no size computed from them overflows.
+namespace limits {
+constexpr double kMinWidth = 1.0 / 64;  // the first stage keeps at least one channel
+constexpr double kMaxWidth = 16;
+constexpr int64_t kMaxEpochs = 1000000;
+constexpr int64_t kMaxSteps = 1000000000000;  // also --warmup-steps, --checkpoint-every
+constexpr int kMaxBatch = 65536;              // images per step and process
+constexpr int kMaxGlobalBatch = 100000000;
+constexpr double kMaxLr = 1e6;
+constexpr int kMaxWorkers = 256;
+constexpr int kMaxPrefetch = 64;
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxDevices = 64;
+constexpr int kMaxAccumSteps = 65536;
+constexpr double kMaxMegabytes = 1e9;  // --memory-budget-mb, --bucket-cap-mb: a petabyte
+constexpr double kMaxSeconds = 1e9;    // --comm-timeout, --log-interval (a steady_clock deadline)
+constexpr int kMaxKeep = 1000;
+constexpr double kMaxTflops = 1e6;
+}  // namespace limits
+
 struct TrainConfig {
   ResNetConfig model;                            // in_channels and classes are taken from the data
   std::string data;                              // HDF5 file; empty: the synthetic dataset below
@@ -32,6 +53,7 @@ struct TrainConfig {
   double debug_startup_delay_ms = 0;  // tests only: a slow start-up (before loading the data)
   double debug_loader_delay_ms = 0;   // tests only: a slow loader (per batch)
   double debug_comm_delay_ms = 0;     // tests only: a slow all-reduce (per wait)
+  bool debug_eval_nan = false;        // tests only: the evaluation's loss comes out NaN
   int eval_batch_size = 256;
   bool evaluate = true;  // on the test split after every epoch
   double lr = 0.1;
@@ -63,7 +85,7 @@ struct TrainConfig {
   double peak_tflops = 0;                // per device, for MFU; 0: by device name
   double log_interval_s = 5.0;           // seconds between progress lines
 
-  // Throws an Error naming the first setting that is out of range.
+  // Throws a ConfigError naming the first setting that is out of range.
   void validate() const;
 };
 

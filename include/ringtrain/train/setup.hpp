@@ -16,15 +16,18 @@
 
 namespace ringtrain {
 
-// --data, or the synthetic dataset (rank 0 writes it when missing; everyone reads it after a
-// barrier). Train images larger than the memory budget stay on disk, to be streamed.
+// --data, or the synthetic dataset (rank 0 writes it when missing, then the first rank of each
+// node that does not see it; everyone reads it after a barrier). Train images larger than the
+// memory budget stay on disk, to be streamed.
 Dataset load_data(const TrainConfig& c, Communicator& comm);
 
 // --data, or the synthetic dataset's path.
 std::string data_path(const TrainConfig& c);
 
 // Images per window when the train images are streamed (left on disk by load_data), else 0.
-int64_t stream_window(const TrainConfig& c, const Split& train);
+// Throws a ConfigError naming the minimum when the budget holds less than one batch for every
+// rank.
+int64_t stream_window(const TrainConfig& c, const Split& train, int world_size);
 
 LoaderConfig loader_config(const TrainConfig& c, bool training);
 

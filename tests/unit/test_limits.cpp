@@ -1,0 +1,79 @@
+// Sizes computed from user input overflow into an error, never silently; every numeric setting
+// of a TrainConfig is checked against its range, NaN and infinity included.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "ringtrain/core/checked_math.hpp"
+#include "ringtrain/core/tensor.hpp"
+#include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/train/config.hpp"
+
+namespace ringtrain {
+namespace {
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+TEST(CheckedMath, OverflowIsAnErrorNamingTheSize) {
+  EXPECT_EQ(checked_mul(1000000, 1000000, "x"), 1000000000000);
+  EXPECT_EQ(checked_add(kInt64Max - 1, 1, "x"), kInt64Max);
+  try {
+    checked_mul(kInt64Max / 2, 3, "train: --epochs x steps");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train: --epochs x steps: "), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(checked_add(kInt64Max, 1, "x"), Error);
+  EXPECT_THROW(checked_mul(-kInt64Max, 2, "x"), Error);
+}
+
+TEST(CheckedMath, TensorOfMoreThan2To63ElementsIsRefused) {
+  EXPECT_EQ(shape_numel({2, 3, 4}), 24);
+  EXPECT_THROW(shape_numel({1 << 30, 1 << 30, 1 << 30}), Error);
+  EXPECT_THROW(Tensor::zeros({int64_t{1} << 31, int64_t{1} << 31}, DType::f32), Error);
+}
+
+TEST(TrainConfigLimits, EveryNumberOutsideItsRangeIsAConfigError) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  const auto refused = [](auto change) {
+    TrainConfig c;
+    change(c);
+    EXPECT_THROW(c.validate(), ConfigError) << describe(c);
+  };
+  TrainConfig ok;
+  EXPECT_NO_THROW(ok.validate());
+  for (double w : {0.0, 1e-6, 17.0, nan, inf}) refused([&](TrainConfig& c) { c.model.width = w; });
+  for (double lr : {0.0, -1.0, nan, inf, 1e308}) refused([&](TrainConfig& c) { c.lr = lr; });
+  for (int64_t e : {int64_t{0}, int64_t{-1}, limits::kMaxEpochs + 1, kInt64Max})
+    refused([&](TrainConfig& c) { c.epochs = e; });
+  for (int64_t s : {int64_t{-1}, limits::kMaxSteps + 1, kInt64Max})
+    refused([&](TrainConfig& c) { c.steps = s; });
+  refused([](TrainConfig& c) { c.batch_size = limits::kMaxBatch + 1; });
+  refused([](TrainConfig& c) { c.memory_budget_mb = std::nan(""); });
+  refused([](TrainConfig& c) { c.memory_budget_mb = 1e308; });
+  refused([](TrainConfig& c) { c.label_smoothing = std::nanf(""); });
+  refused([](TrainConfig& c) { c.workers = limits::kMaxWorkers + 1; });
+  refused([](TrainConfig& c) { c.comm_timeout_s = std::numeric_limits<double>::infinity(); });
+  refused([](TrainConfig& c) { c.threads = limits::kMaxThreads + 1; });
+}
+
+TEST(SynthLimits, ADatasetLargerThanMemoryIsRefusedBeforeAllocating) {
+  SynthConfig c;
+  c.train_count = kMaxSynthImages;
+  c.height = c.width = kMaxSynthSide;
+  try {
+    make_synthetic(c);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("GB of memory"), std::string::npos) << e.what();
+  }
+  c.height = kMaxSynthSide + 1;
+  EXPECT_THROW(make_synthetic(c), Error);
+}
+
+}  // namespace
+}  // namespace ringtrain
