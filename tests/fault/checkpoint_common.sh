@@ -1,28 +1,6 @@
-# Sourced by the checkpoint fault scripts: a temporary folder (and tmpfs mounts) removed at exit,
-# ok/fail counting, a tiny synthetic dataset and model, and the training command.
-set -u
-bin=${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}
-mpiexec=${MPIEXEC:-mpiexec}
-dir=$(mktemp -d)
-mounts=()
-cleanup() {
-  for m in "${mounts[@]}"; do umount "$m" 2>/dev/null; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-failures=0
-ok() { echo "ok   $1"; }
-fail() {
-  echo "FAIL $1"
-  [ -f "${2:-}" ] && tail -n 15 "$2"
-  failures=$((failures + 1))
-}
-# finish NAME: the summary line, and the exit status.
-finish() {
-  echo "$1: $failures failed"
-  [ "$failures" -eq 0 ]
-  exit
-}
+# Sourced by the checkpoint fault scripts: common.sh, a tiny synthetic dataset and model, and the
+# training command.
+source "$(dirname "$0")/common.sh"
 
 "$bin" data synth --out "$dir/data.h5" --train 512 --test 64 --height 16 --width 16 >/dev/null
 model=(--depth 18 --width 0.125 --threads 1 --workers 1 --no-eval --log-interval 0)

@@ -2,16 +2,8 @@
 # Every numeric flag at its edges (0, negative, past its limit, inf, nan, 1e308, INT64_MAX, not a
 # whole number) is a usage error: exit 2 and one `ringtrain: error:` line naming the flag, never
 # a signal, an overflow (the ASan/UBSan build runs this too) or a hang. Values at the limits run.
-set -u
-bin=${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() {
-  echo "FAIL $1"
-  sed 's/^/     /' "$dir/err" | head -n 5
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/common.sh"
+fail_log=$dir/err
 
 # refused FLAG VALUE [SUBCOMMAND...]: exit 2 and the flag named in one error line.
 refused() {
@@ -86,5 +78,4 @@ else
   fail "limits: a run at --width 0.015625 --epochs 1000000 --steps 1 failed"
 fi
 
-echo "cli_edges: $failures failed"
-[ "$failures" -eq 0 ]
+finish cli_edges

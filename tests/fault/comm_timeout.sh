@@ -4,13 +4,7 @@
 # error names the collective, its size, the waiting rank and the rank that never arrived, with 2
 # and 3 ranks.
 #   RINGTRAIN=build/ringtrain MPIEXEC=mpiexec bash tests/fault/comm_timeout.sh
-set -u
-bin=${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}
-mpiexec=${MPIEXEC:?set MPIEXEC to mpiexec}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 15 "$2"; failures=$((failures + 1)); }
+source "$(dirname "$0")/common.sh"
 "$bin" data synth --out "$dir/small.h5" --train 256 --test 32 --height 16 --width 16 >/dev/null
 model=(--data "$dir/small.h5" --depth 18 --width 0.125 --threads 1 --workers 1 --no-eval
   --log-interval 0 --steps 20 --batch-size 4 --checkpoint-dir "$dir/ckpt" --comm-timeout 6)
@@ -40,5 +34,4 @@ expect_timeout "2 ranks" 2 1 "all-reduce of [0-9]+ f32 $named"
 expect_timeout "3 ranks, rank 2 hung" 3 2 \
   "all-reduce of [0-9]+ f32 did not complete within 6 s on rank [01]: rank\(s\) 2 never arrived \(stuck before collective #[0-9]+\)"
 
-echo "comm_timeout: $failures failed"
-[ "$failures" -eq 0 ]
+finish comm_timeout

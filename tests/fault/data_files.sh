@@ -4,16 +4,9 @@
 # attribute, its LZF filter). Each ends in one clear error, bounded by `timeout` (a FIFO once
 # blocked the reader forever).
 #   RINGTRAIN=build/ringtrain bash tests/fault/data_files.sh
-set -u
-bin=$(realpath "${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}")
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() {
-  echo "FAIL $1: $2"
-  [ -s "$dir/err" ] && sed 's/^/     /' "$dir/err"
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/common.sh"
+bin=$(realpath "$bin")
+fail_log=$dir/err
 
 # expect_error NAME EXPECTED_TEXT COMMAND...: COMMAND ends within 30 s with a clean non-zero
 # exit and EXPECTED_TEXT on stderr.
@@ -22,9 +15,9 @@ expect_error() {
   shift 2
   local rc=0
   (cd "$dir" && timeout 30 "$@") >"$dir/out" 2>"$dir/err" </dev/null || rc=$?
-  if [ "$rc" -eq 124 ]; then fail "$name" "still running after 30 s"; return; fi
-  if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then fail "$name" "exit status $rc"; return; fi
-  if ! grep -qF -- "$expected" "$dir/err"; then fail "$name" "stderr lacks '$expected'"; return; fi
+  if [ "$rc" -eq 124 ]; then fail "$name: still running after 30 s"; return; fi
+  if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then fail "$name: exit status $rc"; return; fi
+  if ! grep -qF -- "$expected" "$dir/err"; then fail "$name: stderr lacks '$expected'"; return; fi
   echo "ok   $name: $(head -n 1 "$dir/err")"
 }
 
@@ -43,13 +36,13 @@ expect_error device "/dev/null: is a character device, not an HDF5 file" \
 
 # An empty --data is refused before anything runs: no synthetic dataset is written.
 expect_error empty_data "--data: an empty path" "$bin" "${train[@]}" --data ""
-if [ -e "$dir/data" ]; then fail empty_data_no_synthetic "wrote $(ls -R "$dir/data")"; fi
+if [ -e "$dir/data" ]; then fail "empty_data_no_synthetic: wrote $(ls -R "$dir/data")"; fi
 expect_error empty_inspect "an empty path" "$bin" data inspect ""
 
 # A file the user may not read names the system's reason. Root reads everything, so there the
 # binary runs as nobody.
 "$bin" data synth --out "$dir/private.h5" --train 8 --test 4 --height 8 --width 8 \
-  >/dev/null 2>"$dir/err" || fail private_synth "data synth failed"
+  >/dev/null 2>"$dir/err" || fail "private_synth: data synth failed"
 chmod 755 "$dir"
 chmod 000 "$dir/private.h5"
 as_nobody=(env)
@@ -59,7 +52,7 @@ if ! "${as_nobody[@]}" "$bin" --version >/dev/null 2>&1; then
 else
   expect_error permission_denied "private.h5: cannot be read: Permission denied" \
     "${as_nobody[@]}" "$bin" data inspect "$dir/private.h5"
-  if grep -qF "not an HDF5 file" "$dir/err"; then fail permission_denied "says not an HDF5 file"; fi
+  if grep -qF "not an HDF5 file" "$dir/err"; then fail "permission_denied: says not an HDF5 file"; fi
 fi
 
 # Files written by h5py, where it is installed: its default string attribute is read, and its
@@ -71,7 +64,7 @@ done
 if [ -z "$python" ]; then
   echo "skip h5py: no python3 with h5py (apt install python3-h5py)"
 else
-  "$python" - "$dir" <<'EOF' || fail h5py_write "the h5py writer failed"
+  "$python" - "$dir" <<'EOF' || fail "h5py_write: the h5py writer failed"
 import sys, h5py, numpy as np
 for name, compression in (("h5py_default", None), ("h5py_lzf", "lzf")):
     with h5py.File(f"{sys.argv[1]}/{name}.h5", "w") as f:
@@ -84,7 +77,7 @@ EOF
   rc=0
   (cd "$dir" && timeout 30 "$bin" data inspect "$dir/h5py_default.h5") >"$dir/out" 2>"$dir/err" || rc=$?
   if [ "$rc" -ne 0 ] || ! grep -qF "cat=2 dog=2 café=2" "$dir/out"; then
-    fail h5py_classes "exit $rc, class names not read: $(grep 'per class' "$dir/out" | head -n 1)"
+    fail "h5py_classes: exit $rc, class names not read: $(grep 'per class' "$dir/out" | head -n 1)"
   else
     echo "ok   h5py_classes: $(grep 'per class' "$dir/out" | head -n 1)"
   fi
@@ -92,5 +85,4 @@ EOF
     "$bin" data inspect "$dir/h5py_lzf.h5"
 fi
 
-echo "data_files: $failures failed"
-[ "$failures" -eq 0 ]
+finish data_files

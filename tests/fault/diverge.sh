@@ -3,16 +3,8 @@
 # and a message naming where it happened and the likely cause; it is never reported as a test
 # split "not evaluated" with exit 0, on one rank or under mpirun. --no-eval still reports "not
 # evaluated".
-set -u
-bin=${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() {
-  echo "FAIL $1"
-  sed 's/^/     /' "$dir/err" | tail -n 5
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/common.sh"
+fail_log=$dir/err
 
 # run NAME WANT_STATUS ERROR_PATTERN ARGS...: the status and one matching error line.
 run() {
@@ -57,5 +49,4 @@ if [ -n "${MPIEXEC:-}" ]; then
   fi
 fi
 
-echo "diverge: $failures failed"
-[ "$failures" -eq 0 ]
+finish diverge

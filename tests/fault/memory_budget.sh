@@ -2,16 +2,8 @@
 # --memory-budget-mb below what the streaming loader needs (one window holding a batch for every
 # rank) is refused at start-up with the minimum; it used to loop forever when the budget held no
 # image at all. A budget just above the minimum streams and trains.
-set -u
-bin=${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() {
-  echo "FAIL $1"
-  sed 's/^/     /' "$dir/err" | tail -n 5
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/common.sh"
+fail_log=$dir/err
 
 timeout 20 "$bin" data synth --out "$dir/small.h5" --train 64 --test 32 --height 16 --width 16 \
   >"$dir/out" 2>"$dir/err" || fail "data synth"
@@ -41,5 +33,4 @@ else
   fail "--memory-budget-mb 0.013: exit status $rc, or not streamed"
 fi
 
-echo "memory_budget: $failures failed"
-[ "$failures" -eq 0 ]
+finish memory_budget

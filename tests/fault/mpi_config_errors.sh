@@ -2,17 +2,8 @@
 # Under mpirun, a usage or configuration error (the same on every rank) is printed once, not once
 # per rank, and the job exits with the usage status 2: before MPI starts (a flag out of range)
 # and after (a global batch that does not divide over the ranks, --mode dp under mpirun).
-set -u
-bin=${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}
-mpiexec=${MPIEXEC:-mpirun}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() {
-  echo "FAIL $1"
-  sed 's/^/     /' "$dir/log" | head -n 12
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/common.sh"
+fail_log=$dir/log
 
 # once NAME RANKS EXPECTED_TEXT ARGS...: exit 2 and exactly one error line, with the text.
 once() {
@@ -42,5 +33,4 @@ once "indivisible --global-batch-size" 3 "does not divide evenly over 3 ranks" \
 once "--mode dp" 2 "--mode dp drives every device from one process" \
   train --data "$dir/small.h5" --mode dp --steps 1 --threads 1
 
-echo "mpi_config_errors: $failures failed"
-[ "$failures" -eq 0 ]
+finish mpi_config_errors

@@ -7,14 +7,8 @@
 # write their checkpoint within that time, and jobs/job_common.sh, which turns a SIGTERM for the
 # job into SIGUSR1 for mpirun, exits 75.
 #   RINGTRAIN=build/ringtrain MPIEXEC=mpiexec bash tests/fault/signals.sh
-set -u
-bin=${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}
-mpiexec=${MPIEXEC:?set MPIEXEC to mpiexec}
+source "$(dirname "$0")/common.sh"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 15 "$2"; failures=$((failures + 1)); }
 "$bin" data synth --out "$dir/small.h5" --train 256 --test 32 --height 16 --width 16 >/dev/null
 job_model=(--data "$dir/small.h5" --depth 18 --width 0.125 --workers 1 --no-eval --log-interval 0)
 model=("${job_model[@]}" --threads 1) # the job scripts add --threads 1 on a CPU-only node
@@ -38,10 +32,10 @@ wait_for() {
   return 1
 }
 
-# finish PID [SIGNAL [ranks]]: its exit status, waiting at most 60 s (then SIGKILL: status
+# reap PID [SIGNAL [ranks]]: its exit status, waiting at most 60 s (then SIGKILL: status
 # 137); with SIGNAL, sends it every 50 ms until PID has gone: to PID, or with "ranks" to its
 # children (the ranks under mpirun; mpirun itself dies of a signal in its own teardown).
-finish() {
+reap() {
   local pid=$1 signal=${2:-} to=${3:-}
   for _ in $(seq 1200); do
     kill -0 "$pid" 2>/dev/null || break
@@ -66,7 +60,7 @@ for ranks in 1 2; do
   wait_for "$dir/burst$ranks.log" "step 3/100"
   kill -USR1 "$pid"
   kill -USR1 "$pid"
-  finish "$pid" USR1 "$([ "$ranks" -gt 1 ] && echo ranks)"
+  reap "$pid" USR1 "$([ "$ranks" -gt 1 ] && echo ranks)"
   rc=$?
   stops=$(grep -c "received.*stopped after step" "$dir/burst$ranks.log")
   if [ "$rc" -eq 75 ] && [ -n "$(newest "$c")" ] && [ "$stops" -eq 1 ]; then
@@ -81,7 +75,7 @@ for ranks in 1 2; do
   pid=$!
   wait_for "$dir/startup$ranks.log" "start-up delayed"
   kill -USR1 "$pid"
-  finish "$pid"
+  reap "$pid"
   rc=$?
   if [ "$rc" -ne 75 ] || [ "$(newest "$c")" != ckpt-step00000000.h5 ]; then
     fail "$ranks rank(s): SIGUSR1 during start-up: exit $rc (want 75), checkpoint '$(newest "$c")' (want step 0)" "$dir/startup$ranks.log"
@@ -101,7 +95,7 @@ c=$dir/term1
 pid=$!
 wait_for "$dir/term.log" "step 3/100"
 kill -TERM "$pid"
-finish "$pid"
+reap "$pid"
 rc=$?
 [ "$rc" -eq 75 ] && [ -n "$(newest "$c")" ] &&
   echo "ok   1 rank: SIGTERM: exit 75, $(newest "$c")" ||
@@ -116,7 +110,7 @@ c=$dir/term2
 pid=$!
 wait_for "$dir/mpirun.log" "step 3/1000"
 kill -TERM "$pid"
-finish "$pid"
+reap "$pid"
 rc=$?
 stopped_at=$(newest "$c")
 if [ -n "$stopped_at" ] && [ "$stopped_at" != ckpt-step00001000.h5 ]; then
@@ -133,11 +127,10 @@ c=$dir/job
 pid=$!
 wait_for "$dir/job.log" "step 3/100"
 kill -TERM "$pid"
-finish "$pid"
+reap "$pid"
 rc=$?
 [ "$rc" -eq 75 ] && [ -n "$(newest "$c")" ] &&
   echo "ok   2 ranks: SIGTERM to jobs/mpirun_1node.sh: exit 75, $(newest "$c")" ||
   fail "2 ranks: SIGTERM to jobs/mpirun_1node.sh: exit $rc (want 75), checkpoint '$(newest "$c")'" "$dir/job.log"
 
-echo "signals: $failures failed"
-[ "$failures" -eq 0 ]
+finish signals

@@ -4,13 +4,10 @@
 # while joining threads that never started. RLIMIT_NPROC does not bind root, so as root the run
 # is made as user nobody (setpriv); the limit is raised step by step from where MPI cannot even
 # start until the threads under test (the loader's, the compute pool's) are what fails.
-set -u
-bin=${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}
 for tool in prlimit setpriv; do
   command -v "$tool" >/dev/null || { echo "skip thread_limit: no $tool"; exit 0; }
 done
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+source "$(dirname "$0")/common.sh"
 chmod 777 "$dir"
 as_user=()
 if [ "$(id -u)" -eq 0 ]; then
@@ -58,8 +55,6 @@ scan() {
   return 1
 }
 
-failures=0
 scan loader --threads 1 --workers 64 || failures=$((failures + 1))
 scan compute --threads 65 --workers 0 || failures=$((failures + 1))
-echo "thread_limit: $failures failed"
-[ "$failures" -eq 0 ]
+finish thread_limit

@@ -14,15 +14,12 @@
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/train/resume_position.hpp"
+#include "test_util.hpp"
 
 namespace ringtrain {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "ringtrain_test_checkpoint";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+using test::temp_path;
 
 TEST(Xxh64, MatchesTheReferenceValues) {
   EXPECT_EQ(hex64(xxh64("", 0)), "ef46db3751d8e999");

@@ -11,26 +11,36 @@ namespace {
 using test::max_grad_error;
 using test::random_tensor;
 
-Tensor direct_conv(const ConvGeometry& g, const Tensor& x, const Tensor& w) {
-  Tensor y = Tensor::zeros({g.n, g.k, g.p(), g.q()}, DType::f64);
+// The three passes by direct loops: y = conv(x, w) and, given dy, dx and dw.
+struct DirectConv {
+  Tensor y, dx, dw;
+};
+
+DirectConv direct_conv(const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                       const Tensor* dy = nullptr) {
+  DirectConv out{Tensor::zeros({g.n, g.k, g.p(), g.q()}, DType::f64),
+                 Tensor::zeros(x.shape(), DType::f64), Tensor::zeros(w.shape(), DType::f64)};
   const double *px = x.data<double>(), *pw = w.data<double>();
-  double* py = y.data<double>();
+  double *py = out.y.data<double>(), *pdx = out.dx.data<double>(), *pdw = out.dw.data<double>();
   for (int n = 0; n < g.n; ++n)
     for (int k = 0; k < g.k; ++k)
       for (int p = 0; p < g.p(); ++p)
         for (int q = 0; q < g.q(); ++q) {
-          double s = 0;
+          const int64_t yi = ((n * g.k + k) * g.p() + p) * g.q() + q;
+          const double d = dy ? dy->data<double>()[yi] : 0.0;
           for (int c = 0; c < g.c; ++c)
             for (int r = 0; r < g.r; ++r)
               for (int t = 0; t < g.s; ++t) {
                 const int h = p * g.stride - g.pad + r, wi = q * g.stride - g.pad + t;
                 if (h < 0 || h >= g.h || wi < 0 || wi >= g.w) continue;
-                s += px[((n * g.c + c) * g.h + h) * g.w + wi] *
-                     pw[((k * g.c + c) * g.r + r) * g.s + t];
+                const int64_t xi = ((n * g.c + c) * g.h + h) * g.w + wi;
+                const int64_t wj = ((k * g.c + c) * g.r + r) * g.s + t;
+                py[yi] += px[xi] * pw[wj];
+                pdx[xi] += d * pw[wj];
+                pdw[wj] += d * px[xi];
               }
-          py[((n * g.k + k) * g.p() + p) * g.q() + q] = s;
         }
-  return y;
+  return out;
 }
 
 ConvGeometry geometry(int n, int c, int h, int w, int k, int kernel, int stride, int pad) {
@@ -49,7 +59,7 @@ TEST_P(ConvTest, ForwardMatchesDirectLoop) {
   Tensor y = Tensor::zeros({g.n, g.k, g.p(), g.q()}, DType::f64);
   CpuBackend backend(2);
   backend.conv_forward(g, x, w, y);
-  const Tensor ref = direct_conv(g, x, w);
+  const Tensor ref = direct_conv(g, x, w).y;
   for (int64_t i = 0; i < y.numel(); ++i)
     ASSERT_NEAR(y.data<double>()[i], ref.data<double>()[i], 1e-12) << g.str() << " at " << i;
 }
@@ -92,28 +102,6 @@ INSTANTIATE_TEST_SUITE_P(
                       geometry(40, 3, 2, 2, 2, 3, 1, 1),    // many small images: grouped GEMMs
                       geometry(33, 4, 2, 2, 3, 1, 1, 0)));  // grouped pointwise, ragged last group
 
-// Input and weight gradients of direct_conv by the same direct loops.
-void direct_conv_backward(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& dy,
-                          Tensor& dx, Tensor& dw) {
-  const double *px = x.data<double>(), *pw = w.data<double>(), *pdy = dy.data<double>();
-  double *pdx = dx.data<double>(), *pdw = dw.data<double>();
-  for (int n = 0; n < g.n; ++n)
-    for (int k = 0; k < g.k; ++k)
-      for (int p = 0; p < g.p(); ++p)
-        for (int q = 0; q < g.q(); ++q)
-          for (int c = 0; c < g.c; ++c)
-            for (int r = 0; r < g.r; ++r)
-              for (int t = 0; t < g.s; ++t) {
-                const int h = p * g.stride - g.pad + r, wi = q * g.stride - g.pad + t;
-                if (h < 0 || h >= g.h || wi < 0 || wi >= g.w) continue;
-                const double d = pdy[((n * g.k + k) * g.p() + p) * g.q() + q];
-                const int64_t xi = ((n * g.c + c) * g.h + h) * g.w + wi;
-                const int64_t wj = ((k * g.c + c) * g.r + r) * g.s + t;
-                pdx[xi] += d * pw[wj];
-                pdw[wj] += d * px[xi];
-              }
-}
-
 void expect_close(const Tensor& got, const Tensor& want, const ConvGeometry& g, const char* what) {
   for (int64_t i = 0; i < want.numel(); ++i)
     ASSERT_NEAR(got.data<double>()[i], want.data<double>()[i], 1e-12)
@@ -150,12 +138,10 @@ TEST_P(SmallMapConvTest, AllPassesMatchTheDirectLoops) {
   backend.conv_forward(g, x, w, y);
   backend.conv_backward_data(g, dy, w, dx);
   backend.conv_backward_filter(g, x, dy, dw);
-  Tensor ref_dx = Tensor::zeros(x.shape(), DType::f64),
-         ref_dw = Tensor::zeros(w.shape(), DType::f64);
-  direct_conv_backward(g, x, w, dy, ref_dx, ref_dw);
-  expect_close(y, direct_conv(g, x, w), g, "forward");
-  expect_close(dx, ref_dx, g, "input gradient");
-  expect_close(dw, ref_dw, g, "weight gradient");
+  const DirectConv ref = direct_conv(g, x, w, &dy);
+  expect_close(y, ref.y, g, "forward");
+  expect_close(dx, ref.dx, g, "input gradient");
+  expect_close(dw, ref.dw, g, "weight gradient");
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes1To9, SmallMapConvTest, ::testing::ValuesIn(small_map_geometries()),

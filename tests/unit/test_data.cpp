@@ -14,15 +14,12 @@
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/streaming_loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "test_util.hpp"
 
 namespace ringtrain {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "ringtrain_test_data";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+using test::temp_path;
 
 TEST(Hdf5, RoundTripKeepsPixelsLabelsAndClassNames) {
   SynthConfig c;

@@ -9,15 +9,12 @@
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "test_util.hpp"
 
 namespace ringtrain {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "ringtrain_test_data_files";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+using test::temp_path;
 
 // A valid file of three classes with names written by ringtrain itself.
 std::string write_three_classes(const std::string& name) {

@@ -1,11 +1,19 @@
 #pragma once
 // Helpers shared by the unit tests: random tensors and central finite differences.
+#include <filesystem>
 #include <functional>
 #include <random>
 
 #include "ringtrain/core/tensor.hpp"
 
 namespace ringtrain::test {
+
+// A path for a test's file in the unit tests' temporary folder; each test names its own files.
+inline std::string temp_path(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / "ringtrain_unit_tests";
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
 
 template <class T>
 Tensor random_tensor(const Shape& shape, std::mt19937_64& rng, double scale = 1.0) {
