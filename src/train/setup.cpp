@@ -97,6 +97,13 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
                               Backend& backend) {
   TrainSource s;
   const LoaderConfig lc = loader_config(c, true);
+  // Note: a crop shifted by up to `pad` pixels from an image no wider than `pad` can be all
+  // padding. Batches of identical padding images give every batch norm a zero variance, whose
+  // gradient amplifies rounding noise by 1/sqrt(eps) per layer until it overflows.
+  if (lc.augment && (train.height <= lc.pad || train.width <= lc.pad))
+    throw ConfigError(str_cat("random crops with ", lc.pad, " pixels of padding need train images ",
+                              "larger than ", lc.pad, "x", lc.pad, "; these are ", train.height,
+                              "x", train.width, ": add --no-augment"));
   const ImageFormat format = loader_format(c, backend);
   if (!train.images.empty()) {
     s.norm = channel_statistics(train);

@@ -39,6 +39,20 @@ expect_error empty_data "--data: an empty path" "$bin" "${train[@]}" --data ""
 if [ -e "$dir/data" ]; then fail "empty_data_no_synthetic: wrote $(ls -R "$dir/data")"; fi
 expect_error empty_inspect "an empty path" "$bin" data inspect ""
 
+# One-pixel images: random crops with 4 pixels of padding would be all padding (and batches of
+# identical images make batch norm's gradient overflow): refused, naming --no-augment; without
+# augmentation they train.
+"$bin" data synth --out "$dir/pixel.h5" --train 64 --test 16 --height 1 --width 1 >/dev/null ||
+  fail "pixel_synth: data synth failed"
+expect_error one_pixel_augmented "these are 1x1: add --no-augment" \
+  "$bin" "${train[@]}" --batch-size 8 --data "$dir/pixel.h5"
+if (cd "$dir" && timeout 60 "$bin" "${train[@]}" --batch-size 8 --data "$dir/pixel.h5" \
+  --no-augment) >"$dir/out" 2>"$dir/err"; then
+  ok "one_pixel_not_augmented: trains"
+else
+  fail "one_pixel_not_augmented: exit status $?"
+fi
+
 # A file the user may not read names the system's reason. Root reads everything, so there the
 # binary runs as nobody.
 "$bin" data synth --out "$dir/private.h5" --train 8 --test 4 --height 8 --width 8 \
