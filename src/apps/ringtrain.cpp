@@ -13,6 +13,7 @@
 
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/exit_codes.hpp"
+#include "ringtrain/core/version.hpp"
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
@@ -305,7 +306,7 @@ int run_job(const CLI::App& cmd, bool training, const std::string& device, Train
 int main(int argc, char** argv) {
   CLI::App app{"ringtrain: data-parallel ResNet training on CIFAR-10 that keeps every GPU busy"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ringtrain 0.1.0");
+  app.set_version_flag("--version", "ringtrain " RINGTRAIN_VERSION);
 
   TrainConfig train_config;
   std::string device = "auto";

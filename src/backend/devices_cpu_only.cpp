@@ -5,7 +5,7 @@
 namespace ringtrain {
 
 DeviceInventory probe_devices() {
-  return {0, false, "built without the CUDA backend (RINGTRAIN_CUDA=OFF or no CUDA toolkit)"};
+  return {0, "built without the CUDA backend (RINGTRAIN_CUDA=OFF or no CUDA toolkit)"};
 }
 
 std::string device_bus_id(int device) {

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <csignal>
 #include <cstdio>
 
 #include "ringtrain/train/resume_position.hpp"
@@ -94,9 +93,8 @@ bool Checkpointer::after_step(const RunPosition& next, Backend& backend, const P
 }
 
 void Checkpointer::report_stop(const std::string& when) {
-  const int signal = stop_signal_received();
-  stop_signal_ = signal != 0 ? signal : SIGTERM;
   if (comm_.rank() != 0) return;
+  const int signal = stop_signal_received();
   const int count = stop_signals_received();
   spdlog::warn("{} received{}: stopped {} with checkpoint {}; continue with --resume auto",
                signal != 0 ? stop_signal_name(signal) : "a stop signal on another rank",

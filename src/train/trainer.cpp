@@ -12,6 +12,7 @@
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/checked_math.hpp"
 #include "ringtrain/core/clock.hpp"
+#include "ringtrain/core/version.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/sampler.hpp"

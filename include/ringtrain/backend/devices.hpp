@@ -7,7 +7,6 @@ namespace ringtrain {
 // without a driver or a GPU, there are none.
 struct DeviceInventory {
   int cuda_devices = 0;
-  bool cuda_built = false;
   std::string why_none;  // why cuda_devices is 0, for the log
 };
 DeviceInventory probe_devices();

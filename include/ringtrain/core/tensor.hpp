@@ -55,7 +55,6 @@ class Tensor {
   Layout layout() const { return layout_; }
   Device device() const { return device_; }
   bool defined() const { return data_ != nullptr; }
-  bool owns_storage() const { return storage_ != nullptr; }
   void* raw() const { return data_; }
   const std::shared_ptr<void>& shared_storage() const { return storage_; }
   std::string describe() const;  // "f32[32,64,8,8] nchw cpu"

@@ -51,7 +51,6 @@ class Checkpointer {
               const Tensor& momentum, const LossScaler& scaler);
 
   const std::string& last_written() const { return last_written_; }
-  int stop_signal() const { return stop_signal_; }
 
  private:
   // The file --resume names after verifying it (throws naming the corrupt dataset), or for
@@ -67,7 +66,6 @@ class Checkpointer {
   CheckpointMeta identity_;
   std::chrono::steady_clock::time_point last_save_;
   std::string last_written_;
-  int stop_signal_ = 0;
 };
 
 }  // namespace ringtrain

@@ -11,9 +11,9 @@ DeviceInventory probe_devices() {
   // No driver or no device is an answer here, not a failure: the CPU backend takes over.
   if (status != cudaSuccess) {
     cudaGetLastError();
-    return {0, true, std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status)};
+    return {0, std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status)};
   }
-  return {count, true, count == 0 ? "no CUDA device visible" : ""};
+  return {count, count == 0 ? "no CUDA device visible" : ""};
 }
 
 std::string device_bus_id(int device) {
