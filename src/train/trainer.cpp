@@ -146,7 +146,7 @@ CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const 
                     mc.in_channels, " input channels, ", mc.classes, " classes");
   m.data = str_cat(data_path(c), " (", data.train.count, " train images ", data.train.height, "x",
                    data.train.width, "x", data.train.channels, ")");
-  m.data_fingerprint = data_fingerprint(data_path(c));
+  m.data_fingerprint = data_fingerprint(data, data_path(c));
   m.seed = c.seed;
   m.batch_per_rank = c.batch_size;
   m.world_size = world.size();

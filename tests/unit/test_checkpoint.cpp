@@ -35,6 +35,12 @@ TEST(Xxh64, AFlippedBitChangesIt) {
   EXPECT_NE(xxh64(weights.data(), weights.size() * sizeof(float)), before);
 }
 
+// The fingerprint of the file at `path`, read as training reads it: in memory, or with the
+// train images left on disk for streaming.
+std::string fingerprint_of(const std::string& path, bool streamed = false) {
+  return data_fingerprint(read_hdf5_dataset(path, streamed ? 0 : INT64_MAX), path);
+}
+
 TEST(DataFingerprint, FollowsTheContentNotThePath) {
   SynthConfig sc;
   sc.train_count = 300;
@@ -44,15 +50,20 @@ TEST(DataFingerprint, FollowsTheContentNotThePath) {
   const std::string a = temp_path("fp_a.h5"), b = temp_path("fp_b.h5");
   write_hdf5_dataset(a, data);
   write_hdf5_dataset(b, data, 4);  // gzip: the same values, another file
-  EXPECT_EQ(data_fingerprint(a), data_fingerprint(b));
+  EXPECT_EQ(fingerprint_of(a), fingerprint_of(b));
+  EXPECT_EQ(fingerprint_of(a), fingerprint_of(b, true));  // streamed: sampled images from disk
   data.train.labels[123] = (data.train.labels[123] + 1) % data.classes();  // one label
   write_hdf5_dataset(b, data);
-  EXPECT_NE(data_fingerprint(a), data_fingerprint(b));
+  EXPECT_NE(fingerprint_of(a), fingerprint_of(b));
   data.train.labels[123] = make_synthetic(sc).train.labels[123];
   data.test.images.back() ^= 1;  // one pixel of the last test image (sampled)
   write_hdf5_dataset(b, data);
-  EXPECT_NE(data_fingerprint(a), data_fingerprint(b));
-  EXPECT_THROW(data_fingerprint(temp_path("missing.h5")), Error);
+  EXPECT_NE(fingerprint_of(a), fingerprint_of(b));
+  data.test.images.back() ^= 1;
+  data.train.images.back() ^= 1;  // one pixel of the last train image, read from disk streamed
+  write_hdf5_dataset(b, data);
+  EXPECT_NE(fingerprint_of(a, true), fingerprint_of(b, true));
+  EXPECT_THROW(fingerprint_of(temp_path("missing.h5")), Error);
 }
 
 CheckpointMeta recipe(int64_t per_rank, int ranks, int accum, int64_t samples) {
