@@ -33,14 +33,9 @@ bool write_synthetic_if_missing(const std::string& path) {
   return true;
 }
 
-}  // namespace
-
-std::string data_path(const TrainConfig& c) {
-  return c.data.empty() ? c.synth_path : c.data;
-}
-
+// Images per window of streamed train images: the budget's worth. Throws a ConfigError naming
+// the minimum when the budget holds less than one batch for every rank.
 int64_t stream_window(const TrainConfig& c, const Split& train, int world_size) {
-  if (!train.images.empty()) return 0;
   const int64_t image = train.image_bytes();
   const int64_t window = budget_bytes(c) / image;
   const int64_t batch = int64_t{c.batch_size} * world_size;
@@ -53,6 +48,12 @@ int64_t stream_window(const TrainConfig& c, const Split& train, int world_size) 
                             " MB needed (one window of a batch of ", c.batch_size, " images for",
                             " each of ", world_size, " rank(s)); raise --memory-budget-mb or",
                             " lower --batch-size"));
+}
+
+}  // namespace
+
+std::string data_path(const TrainConfig& c) {
+  return c.data.empty() ? c.synth_path : c.data;
 }
 
 Dataset load_data(const TrainConfig& c, Communicator& comm) {
@@ -119,6 +120,7 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
   spdlog::info(
       "train images ({:.1f} MB) exceed --memory-budget-mb {}: streaming windows of {} images",
       train.count * train.image_bytes() / 1e6, c.memory_budget_mb, window);
+  s.window_images = window;
   s.norm = StreamingLoader::statistics(data_path(c), "train", train, window);
   if (c.augment_on == "device") s.augment = make_device_augment(s.norm, lc.pad, backend);
   s.batches =

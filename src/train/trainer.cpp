@@ -140,7 +140,7 @@ void delay_startup(const TrainConfig& c) {
 
 // What a checkpoint must match to continue this run.
 CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const Dataset& data,
-                            const World& world) {
+                            const World& world, int64_t window_images) {
   CheckpointMeta m;
   m.model = str_cat("resnet", mc.depth, " ", mc.stem, " stem, width ", mc.width, ", ",
                     mc.in_channels, " input channels, ", mc.classes, " classes");
@@ -151,7 +151,7 @@ CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const 
   m.batch_per_rank = c.batch_size;
   m.world_size = world.size();
   m.accum_steps = c.accum_steps;
-  m.sample_order = describe_sample_order(stream_window(c, data.train, world.size()));
+  m.sample_order = describe_sample_order(window_images);
   m.config = describe(c);
   m.version = RINGTRAIN_VERSION;
   return m;
@@ -287,7 +287,8 @@ TrainResult train(const TrainConfig& requested) {
   if (config.device == "cuda" && !gpu_monitor.available())
     spdlog::info("GPU utilisation not measured: {}", gpu_monitor.why_unavailable());
   RunReport report(config, world.is_root(), total_steps, epochs, global_batch);
-  Checkpointer checkpoints(config, comm, run_identity(config, mc, data, world));
+  Checkpointer checkpoints(config, comm,
+                           run_identity(config, mc, data, world, train_source.window_images));
   const RunPosition start =
       checkpoints.resume(backend, model.parameters(), sgd.momentum_buffer(), scaler);
   if (ddp) ddp->broadcast_state();  // rank 0's start (each rank loaded the same checkpoint)

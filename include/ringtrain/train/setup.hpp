@@ -24,11 +24,6 @@ Dataset load_data(const TrainConfig& c, Communicator& comm);
 // --data, or the synthetic dataset's path.
 std::string data_path(const TrainConfig& c);
 
-// Images per window when the train images are streamed (left on disk by load_data), else 0.
-// Throws a ConfigError naming the minimum when the budget holds less than one batch for every
-// rank.
-int64_t stream_window(const TrainConfig& c, const Split& train, int world_size);
-
 LoaderConfig loader_config(const TrainConfig& c, bool training);
 
 // The dtype and layout the loader writes images in: the backend's, or uint8 NHWC when they are
@@ -44,7 +39,8 @@ struct TrainSource {
   Normalization norm;
   std::unique_ptr<ImageWriter> writer;  // on the heap: the loader keeps a reference to it
   std::unique_ptr<BatchSource> batches;
-  DeviceAugment augment;  // the table on the device, with --augment-on device
+  DeviceAugment augment;      // the table on the device, with --augment-on device
+  int64_t window_images = 0;  // train images left on disk: images per streaming window; else 0
 };
 TrainSource make_train_source(const TrainConfig& c, const Split& train, const World& world,
                               Backend& backend);
