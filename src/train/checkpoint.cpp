@@ -260,13 +260,14 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
   return read_meta(file.get(), path);
 }
 
-int64_t verify_checkpoint(const std::string& path) {
+CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets) {
   Handle file = open_checkpoint(path);
-  read_meta(file.get(), path);
+  CheckpointMeta meta = read_meta(file.get(), path);
   std::vector<float> values;
   const std::vector<std::string> names = dataset_names(file.get(), path);
   for (const std::string& name : names) read_verified(file.get(), path, name, -1, values);
-  return static_cast<int64_t>(names.size());
+  if (datasets) *datasets = static_cast<int64_t>(names.size());
+  return meta;
 }
 
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
@@ -293,8 +294,8 @@ bool is_checkpoint(const std::string& path) {
 }
 
 std::string inspect_checkpoint(const std::string& path) {
-  const int64_t datasets = verify_checkpoint(path);
-  const CheckpointMeta m = read_checkpoint_meta(path);
+  int64_t datasets = 0;
+  const CheckpointMeta m = verify_checkpoint(path, &datasets);
   return str_cat("checkpoint ", path, " (ringtrain ", m.version, ", format ", kFormat, ")\n",
                  "  step ", m.step, ", epoch ", m.epoch + 1, " (", m.samples_in_epoch,
                  " samples of it consumed)\n", "  global batch ", m.global_batch(), ": ",

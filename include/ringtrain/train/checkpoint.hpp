@@ -40,9 +40,10 @@ void write_checkpoint(const std::string& path, Backend& backend, const Parameter
 // truncated, not HDF5), lacks the meta or its checksum does not match.
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 
-// Reads every tensor of a checkpoint and checks its checksum: throws an Error naming the file
-// and the first dataset that does not match. Returns the number of datasets checked.
-int64_t verify_checkpoint(const std::string& path);
+// Reads the meta and every tensor of a checkpoint and checks their checksums: throws an Error
+// naming the file and the first dataset that does not match. Returns the meta, and the number
+// of datasets checked in `datasets` when given.
+CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets = nullptr);
 
 // The parameters (also refreshing their compute copy), momentum and buffers of a checkpoint,
 // each checked against its checksum.
