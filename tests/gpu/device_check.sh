@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (DESIGN §9), for a machine with an NVIDIA GPU: the `gpu` tests (every CUDA op
+# The GPU check, for a machine with an NVIDIA GPU: the `gpu` tests (every CUDA op
 # against the CPU backend, whole-model checks), compute-sanitizer memcheck of a small training
 # run, the GPU training benchmark with PyTorch's number beside it where torch is installed, and
 # a short table last. Runs from build-gpu/bundle.tar.gz (tests/gpu/pack.sh) when present, else

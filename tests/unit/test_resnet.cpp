@@ -1,5 +1,5 @@
 // Whole-model facts: parameter counts and MACs against PyTorch's counts for the same
-// definitions (DESIGN §10), and a small ResNet that must overfit a fixed batch.
+// definitions (torchvision-style ResNets), and a small ResNet that must overfit a fixed batch.
 #include <gtest/gtest.h>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"

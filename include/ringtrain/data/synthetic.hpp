@@ -17,8 +17,8 @@ struct SynthConfig {
   uint64_t seed = 0;
 };
 
-// A learnable dataset in the DESIGN §6 schema: each class is a smooth random pattern per
-// channel; a sample is its class pattern shifted by up to 3 pixels, plus strong pixel noise.
+// A learnable dataset in the schema of docs/ARCHITECTURE.md: each class is a smooth random pattern
+// per channel; a sample is its class pattern shifted by up to 3 pixels, plus strong pixel noise.
 // Deterministic for a seed. Throws an Error for settings out of range, or a dataset larger than
 // this machine's memory (it is built in memory before it is written).
 Dataset make_synthetic(const SynthConfig& config);
