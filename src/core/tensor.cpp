@@ -19,8 +19,8 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
-std::string Device::str() const {
-  return kind == Kind::cpu ? "cpu" : "cuda:" + std::to_string(index);
+std::string DeviceId::str() const {
+  return kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(index);
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Layout layout) {
@@ -32,17 +32,17 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Layout layout) {
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   RT_CHECK(p != nullptr, "Tensor::zeros: cannot allocate ", bytes, " bytes for ", shape_str(shape));
   std::memset(p, 0, rounded == 0 ? 64 : rounded);
-  return adopt(std::shared_ptr<void>(p, std::free), shape, dtype, Device{}, layout);
+  return adopt(std::shared_ptr<void>(p, std::free), shape, dtype, DeviceId{}, layout);
 }
 
-Tensor Tensor::adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype, Device device,
+Tensor Tensor::adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype, DeviceId device,
                      Layout layout) {
   Tensor t = view(storage.get(), shape, dtype, device, layout);
   t.storage_ = std::move(storage);
   return t;
 }
 
-Tensor Tensor::view(void* data, const Shape& shape, DType dtype, Device device, Layout layout) {
+Tensor Tensor::view(void* data, const Shape& shape, DType dtype, DeviceId device, Layout layout) {
   Tensor t;
   t.data_ = data;
   t.shape_ = shape;

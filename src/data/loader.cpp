@@ -34,7 +34,7 @@ Loader::Slot Loader::make_slot(Backend& backend) const {
   Slot s;
   s.image_storage = Tensor::adopt(backend.host_buffer(b * writer_.image_bytes()),
                                   {b, split_.channels, split_.height, split_.width},
-                                  writer_.dtype(), Device{}, writer_.layout());
+                                  writer_.dtype(), DeviceId{}, writer_.layout());
   s.label_storage = Tensor::adopt(backend.host_buffer(b * sizeof(int32_t)), {b}, DType::i32, {});
   if (writer_.raw())
     s.crop_storage =

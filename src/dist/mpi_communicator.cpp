@@ -166,7 +166,7 @@ void MpiCommunicator::check_collective(int64_t collective, Kind kind, int64_t co
 
 CommHandle MpiCommunicator::all_reduce_async(Tensor& buffer, int64_t offset, int64_t count,
                                              ReduceOp op) {
-  RT_CHECK(buffer.device().kind == Device::Kind::cpu, "MpiCommunicator: buffer on ",
+  RT_CHECK(buffer.device().kind == DeviceKind::cpu, "MpiCommunicator: buffer on ",
            buffer.device().str(), "; MPI all-reduces host memory");
   RT_CHECK(count <= INT32_MAX, "MpiCommunicator: range of ", count, " elements is too large");
   const int64_t collective = enter_collective();

@@ -45,7 +45,7 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(MPI_Comm comm, Backend& backend, const CommOptions& options)
       : host_(comm, options),
         options_(options),
-        device_(backend.device()),
+        device_(backend.device_id()),
         compute_(static_cast<cudaStream_t>(compute_stream(backend))) {
     ncclUniqueId id{};
     if (host_.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -176,7 +176,7 @@ class NcclCommunicator final : public Communicator {
 
   MpiCommunicator host_;
   CommOptions options_;
-  Device device_;
+  DeviceId device_;
   cudaStream_t compute_ = nullptr, stream_ = nullptr;
   cudaEvent_t compute_ready_ = nullptr;
   ncclComm_t comm_ = nullptr;

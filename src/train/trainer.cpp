@@ -283,7 +283,7 @@ TrainResult train(const TrainConfig& requested) {
     gradient_sum = backend.zeros(model.parameters().flat_grads().shape(),
                                  model.parameters().flat_grads().dtype());
   LossScaler scaler(backend.compute_dtype() == DType::f16);
-  GpuMonitor gpu_monitor(config.device == "cuda" ? device_bus_id(backend.device().index) : "");
+  GpuMonitor gpu_monitor(config.device == "cuda" ? device_bus_id(backend.device_id().index) : "");
   if (config.device == "cuda" && !gpu_monitor.available())
     spdlog::info("GPU utilisation not measured: {}", gpu_monitor.why_unavailable());
   RunReport report(config, world.is_root(), total_steps, epochs, global_batch);
@@ -389,7 +389,7 @@ TrainResult train(const TrainConfig& requested) {
   if (prof.mode() == ProfileMode::trace)
     write_chrome_trace(str_cat(config.trace_dir, "/trace_rank", world.rank(), ".json"),
                        prof.events(), world.rank(), describe_backend(backend),
-                       backend.device().kind != Device::Kind::cpu);
+                       backend.device_id().kind != DeviceKind::cpu);
   return result;
 }
 

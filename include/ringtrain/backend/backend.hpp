@@ -31,7 +31,7 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  virtual Device device() const = 0;
+  virtual DeviceId device_id() const = 0;
   virtual std::string name() const = 0;
   // The dtype activations are computed in (f32 for the CPU reference).
   virtual DType compute_dtype() const = 0;

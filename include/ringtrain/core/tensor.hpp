@@ -16,12 +16,14 @@ int64_t shape_numel(const Shape& s);
 // Memory order of a 4-D activation. Shapes are always given in logical N,C,H,W order.
 enum class Layout { nchw, nhwc };
 
-struct Device {
-  enum class Kind { cpu, cuda };
-  Kind kind = Kind::cpu;
+enum class DeviceKind { cpu, cuda };
+
+// Where a tensor's memory lives.
+struct DeviceId {
+  DeviceKind kind = DeviceKind::cpu;
   int index = 0;
   std::string str() const;
-  bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
+  bool operator==(const DeviceId& o) const { return kind == o.kind && index == o.index; }
 };
 
 // A typed view onto memory. The storage is shared (owning tensors) or borrowed (views onto a
@@ -32,10 +34,10 @@ class Tensor {
   // Owning CPU tensor, 64-byte aligned, zero-filled.
   static Tensor zeros(const Shape& shape, DType dtype, Layout layout = Layout::nchw);
   // Owning tensor over storage allocated by a backend (the deleter lives in the shared_ptr).
-  static Tensor adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype, Device device,
+  static Tensor adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype, DeviceId device,
                       Layout layout = Layout::nchw);
   // Non-owning view.
-  static Tensor view(void* data, const Shape& shape, DType dtype, Device device = {},
+  static Tensor view(void* data, const Shape& shape, DType dtype, DeviceId device = {},
                      Layout layout = Layout::nchw);
 
   // View of `shape` starting `offset` elements into this tensor's memory (shares ownership).
@@ -53,7 +55,7 @@ class Tensor {
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
   DType dtype() const { return dtype_; }
   Layout layout() const { return layout_; }
-  Device device() const { return device_; }
+  DeviceId device() const { return device_; }
   bool defined() const { return data_ != nullptr; }
   void* raw() const { return data_; }
   const std::shared_ptr<void>& shared_storage() const { return storage_; }
@@ -72,7 +74,7 @@ class Tensor {
   Shape shape_;
   DType dtype_ = DType::f32;
   Layout layout_ = Layout::nchw;
-  Device device_;
+  DeviceId device_;
 };
 
 // Throws "op: expected <what> <shape>, got <shape>" when shapes differ.

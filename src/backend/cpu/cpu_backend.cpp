@@ -19,7 +19,7 @@ namespace {
 // Calls f(T{}) with T the C++ type of a floating dtype.
 template <class F>
 void dispatch_float(const char* op, const Tensor& t, F&& f) {
-  RT_CHECK(t.device().kind == Device::Kind::cpu, op, ": CPU backend got a tensor on ",
+  RT_CHECK(t.device().kind == DeviceKind::cpu, op, ": CPU backend got a tensor on ",
            t.device().str());
   if (t.dtype() == DType::f32) {
     f(float{});

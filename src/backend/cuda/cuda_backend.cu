@@ -119,7 +119,7 @@ Tensor CudaBackend::scratch(const Shape& shape, DType dtype) {
   std::shared_ptr<BlockCache> cache = memory_;
   void* p = cache->allocate(bytes);
   std::shared_ptr<void> storage(p, [cache, bytes](void* block) { cache->release(block, bytes); });
-  return Tensor::adopt(std::move(storage), shape, dtype, device(), Layout::nhwc);
+  return Tensor::adopt(std::move(storage), shape, dtype, device_id(), Layout::nhwc);
 }
 
 void* CudaBackend::workspace(std::size_t bytes) {
@@ -159,8 +159,8 @@ void CudaBackend::fill(Tensor& t, double value) {
 void CudaBackend::copy(const Tensor& src, Tensor& dst) {
   RT_CHECK(src.nbytes() == dst.nbytes() && src.dtype() == dst.dtype(), "copy: ", src.describe(),
            " into ", dst.describe());
-  const bool from_host = src.device().kind == Device::Kind::cpu;
-  const bool to_host = dst.device().kind == Device::Kind::cpu;
+  const bool from_host = src.device().kind == DeviceKind::cpu;
+  const bool to_host = dst.device().kind == DeviceKind::cpu;
   const bool transpose = src.layout() != dst.layout() && src.rank() == 4;
   RT_CHECK(!(transpose && !from_host && !to_host),
            "copy: device tensors of different layouts: ", src.describe(), " into ", dst.describe());
@@ -236,7 +236,7 @@ std::shared_ptr<void> CudaBackend::host_buffer(std::size_t bytes) {
 }
 
 void CudaBackend::copy_to_device_async(const Tensor& host, Tensor& dev) {
-  RT_CHECK(host.device().kind == Device::Kind::cpu && host.nbytes() == dev.nbytes() &&
+  RT_CHECK(host.device().kind == DeviceKind::cpu && host.nbytes() == dev.nbytes() &&
                host.dtype() == dev.dtype() && (host.layout() == dev.layout() || host.rank() != 4),
            "copy_to_device_async: ", host.describe(), " into ", dev.describe());
   check_on_device("copy_to_device_async", dev);
@@ -253,7 +253,7 @@ void CudaBackend::wait_for_copies() {
 }
 
 void CudaBackend::check_on_device(const char* op, const Tensor& t) const {
-  RT_CHECK(t.device() == device(), op, ": tensor ", t.describe(), " is not on ", device().str());
+  RT_CHECK(t.device() == device_id(), op, ": tensor ", t.describe(), " is not on ", device_id().str());
 }
 
 template <class T>

@@ -20,7 +20,7 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(const CudaOptions& options);
   ~CudaBackend() override;
 
-  Device device() const override { return Device{Device::Kind::cuda, options_.device}; }
+  DeviceId device_id() const override { return DeviceId{DeviceKind::cuda, options_.device}; }
   std::string name() const override;
   DType compute_dtype() const override { return options_.compute; }
   Layout layout() const override { return Layout::nhwc; }

@@ -12,7 +12,7 @@ namespace ringtrain::cuda {
 // Calls f(T{}) with T the device type of a floating dtype: float, __nv_bfloat16 or __half.
 template <class F>
 void dispatch_float(const char* op, const Tensor& t, F&& f) {
-  RT_CHECK(t.device().kind == Device::Kind::cuda, op, ": CUDA backend got a host tensor ",
+  RT_CHECK(t.device().kind == DeviceKind::cuda, op, ": CUDA backend got a host tensor ",
            t.describe());
   switch (t.dtype()) {
     case DType::f32:

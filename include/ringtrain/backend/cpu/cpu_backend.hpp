@@ -13,7 +13,7 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads = 0);  // 0: one per hardware thread
 
-  Device device() const override { return Device{}; }
+  DeviceId device_id() const override { return DeviceId{}; }
   std::string name() const override { return "cpu"; }
   DType compute_dtype() const override { return DType::f32; }
   Layout layout() const override { return Layout::nchw; }
