@@ -11,7 +11,7 @@
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
-#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/ddp.hpp"
 #include "timing.hpp"
@@ -46,7 +46,6 @@ int main(int argc, char** argv) {
   for (int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = dist(rng);
   Tensor labels = Tensor::zeros({batch}, DType::i32);
   for (int i = 0; i < batch; ++i) labels.data<int>()[i] = i % mc.classes;
-  Tensor dlogits = Tensor::zeros({batch, mc.classes}, DType::f32);
 
   for (bool overlap : {true, false, true, false}) {
     DistributedDataParallel ddp(model.parameters(), comm, backend,
@@ -55,8 +54,8 @@ int main(int argc, char** argv) {
     for (int s = 0; s < steps + 1; ++s) {
       comm.barrier();
       const auto t0 = Clock::now();
-      backend.softmax_cross_entropy(model.forward(images, true), labels, 0.0f, &dlogits);
-      model.backward(dlogits);
+      model.parameters().zero_grad(backend);
+      forward_backward(model, images, labels, LossSettings{});
       const auto t1 = Clock::now();
       ddp.finish_gradients();
       const double exposed = seconds_since(t1);

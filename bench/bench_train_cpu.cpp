@@ -8,7 +8,7 @@
 #include <random>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "timing.hpp"
 
@@ -20,13 +20,15 @@ int main(int argc, char** argv) {
   CLI::App app{"CPU training-step benchmark"};
   app.add_option("--depth", mc.depth)->capture_default_str();
   app.add_option("--width", mc.width)->capture_default_str();
-  app.add_option("--stem", mc.stem)->capture_default_str();
+  std::string stem = "cifar";
+  app.add_option("--stem", stem)->capture_default_str();
   app.add_option("--batch-size", batch)->capture_default_str();
   app.add_option("--image-size", size)->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
   app.add_option("--threads", threads, "0: all hardware threads")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  mc.stem = parse<Stem>("--stem", stem);
 
   CpuBackend backend(threads);
   ResNet model(mc, backend, DType::f32, 0);
@@ -37,14 +39,12 @@ int main(int argc, char** argv) {
   for (int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = dist(rng);
   Tensor labels = Tensor::zeros({batch}, DType::i32);
   for (int i = 0; i < batch; ++i) labels.data<int>()[i] = i % mc.classes;
-  Tensor dlogits = Tensor::zeros({batch, mc.classes}, DType::f32);
 
   std::vector<double> times;
   for (int s = 0; s < warmup + steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
-    const Tensor& logits = model.forward(images, true);
-    backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits);
-    model.backward(dlogits);
+    model.parameters().zero_grad(backend);
+    forward_backward(model, images, labels, LossSettings{});
     sgd.step(0.01f);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s >= warmup) times.push_back(dt);
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   std::printf(
       "resnet%d-%s width %.2f batch %d threads %d: median step %.3f s, %.1f img/s, "
       "%.1f GFLOP/s (%.3f GFLOP per image per step)\n",
-      mc.depth, mc.stem.c_str(), mc.width, batch, backend.threads(), median, batch / median,
+      mc.depth, stem.c_str(), mc.width, batch, backend.threads(), median, batch / median,
       batch / median * gflop_per_image, gflop_per_image);
   return 0;
 }

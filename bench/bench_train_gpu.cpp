@@ -14,9 +14,10 @@
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
-#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/prof/report.hpp"
+#include "ringtrain/train/config.hpp"
 #include "timing.hpp"
 
 using namespace ringtrain;
@@ -26,18 +27,16 @@ using bench::seconds_since;
 namespace {
 
 // One training step; the loss read-back makes the step complete when it returns.
-double step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images, const Tensor& labels,
-            Tensor& dlogits) {
-  const Tensor& logits = model.forward(images, true);
-  const double loss = backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits);
-  model.backward(dlogits);
+double step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images, const Tensor& labels) {
+  model.parameters().zero_grad(backend);
+  const double loss = forward_backward(model, images, labels, LossSettings{}).loss;
   sgd.step(0.01f);
   return loss;
 }
 
 // Images/s of `steps` steps fed by the prefetcher, after `warmup` untimed ones.
 double loader_rate(ResNet& model, Backend& backend, Sgd& sgd, DevicePrefetcher& prefetcher,
-                   int warmup, int steps, int batch, Tensor& dlogits) {
+                   int warmup, int steps, int batch) {
   int64_t epoch = 1, done = 0;
   prefetcher.start_epoch(epoch);
   auto t0 = Clock::now();
@@ -48,7 +47,7 @@ double loader_rate(ResNet& model, Backend& backend, Sgd& sgd, DevicePrefetcher& 
       continue;
     }
     if (done == warmup) t0 = Clock::now();
-    step(model, backend, sgd, b->images, b->labels, dlogits);
+    step(model, backend, sgd, b->images, b->labels);
     ++done;
   }
   return double(steps) * batch / seconds_since(t0);
@@ -104,7 +103,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   CudaOptions o;
-  o.compute = amp == "off" ? DType::f32 : (amp == "fp16" ? DType::f16 : DType::bf16);
+  o.compute = compute_dtype(parse<Precision>("--amp", amp));
   auto backend = make_cuda_backend(o);
   const std::string name = backend->name();
   if (peak <= 0) peak = peak_tflops(name);
@@ -133,7 +132,6 @@ int main(int argc, char** argv) {
                     *backend);
   const DeviceAugment augment = make_device_augment(norm, 4, *backend);
   DevicePrefetcher raw_prefetcher(raw_loader, *backend, nullptr, augment);
-  Tensor dlogits = backend->zeros({batch, mc.classes}, o.compute);
 
   // On-device data: the first loader batch, copied once.
   prefetcher.start_epoch(0);
@@ -142,17 +140,16 @@ int main(int argc, char** argv) {
   Tensor labels = backend->zeros(first->labels.shape(), DType::i32);
   backend->copy(first->images, images);
   backend->copy(first->labels, labels);
-  for (int s = 0; s < warmup; ++s) step(model, *backend, sgd, images, labels, dlogits);
+  for (int s = 0; s < warmup; ++s) step(model, *backend, sgd, images, labels);
   auto t0 = Clock::now();
-  for (int s = 0; s < steps; ++s) step(model, *backend, sgd, images, labels, dlogits);
+  for (int s = 0; s < steps; ++s) step(model, *backend, sgd, images, labels);
   const double on_device = double(steps) * batch / seconds_since(t0);
 
   // The real loader: batches assembled by the workers, copied while the previous step computes;
   // then the same with the augmentation on the GPU.
-  const double with_loader =
-      loader_rate(model, *backend, sgd, prefetcher, warmup, steps, batch, dlogits);
+  const double with_loader = loader_rate(model, *backend, sgd, prefetcher, warmup, steps, batch);
   const double augment_on_device =
-      loader_rate(model, *backend, sgd, raw_prefetcher, warmup, steps, batch, dlogits);
+      loader_rate(model, *backend, sgd, raw_prefetcher, warmup, steps, batch);
 
   std::printf("device: %s; resnet%d-cifar width %.2f, batch %d, %s\n", name.c_str(), mc.depth,
               mc.width, batch, dtype_name(o.compute).c_str());

@@ -94,20 +94,26 @@ const CLI::Validator kFilePath(
     },
     "FILE");
 
-void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
-  cmd.add_option("--data", c.data,
-                 str_cat("HDF5 dataset (schema: docs/ARCHITECTURE.md; at most ", kMaxClasses,
-                         " classes); default: synthetic data"))
-      ->check(kFilePath);
-  cmd.add_option("--synth-path", c.synth_path, "where the default synthetic dataset is written")
-      ->capture_default_str();
-  cmd.add_option("--device", device, "auto (CUDA when a GPU is visible), cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->capture_default_str();
-  cmd.add_option("--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off")
-      ->check(CLI::IsMember({"bf16", "fp16", "off"}))
-      ->capture_default_str();
-  cmd.add_flag("--deterministic", c.deterministic, "CUDA: deterministic cuDNN algorithms only");
+// What the command line says before it becomes a TrainConfig: --device auto and --resume auto
+// are resolved when the job starts.
+struct JobFlags {
+  std::string device = "auto";
+  std::string resume;
+};
+
+// A flag whose value is one of an enum's names, parsed into the enum.
+template <class E>
+CLI::Option* add_choice(CLI::App& cmd, const std::string& flag, E& value, const std::string& help) {
+  std::vector<std::string> names;
+  for (const auto& entry : names_of<E>()) names.push_back(entry.first);
+  return cmd
+      .add_option_function<std::string>(
+          flag, [&value, flag](const std::string& text) { value = parse<E>(flag, text); }, help)
+      ->check(CLI::IsMember(names))
+      ->default_str(to_string(value));
+}
+
+void add_model_flags(CLI::App& cmd, TrainConfig& c) {
   const std::map<std::string, int> models = {
       {"resnet18", 18}, {"resnet34", 34}, {"resnet50", 50}, {"resnet101", 101}, {"resnet152", 152}};
   cmd.add_option("--model", c.model.depth, "resnet18 ... resnet152 (sets --depth)")
@@ -118,11 +124,12 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--width", c.model.width, "channel width multiplier")
       ->check(real(limits::kMinWidth, limits::kMaxWidth))
       ->capture_default_str();
-  cmd.add_option("--stem", c.model.stem, "cifar (3x3, no pool) or imagenet (7x7/2 + max pool)")
-      ->check(CLI::IsMember({"cifar", "imagenet"}))
-      ->capture_default_str();
+  add_choice(cmd, "--stem", c.model.stem, "cifar (3x3, no pool) or imagenet (7x7/2 + max pool)");
   cmd.add_flag("--zero-init-residual", c.model.zero_init_residual,
                "start each residual branch's last BN at zero");
+}
+
+void add_optimizer_flags(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--epochs", c.epochs, "epochs to train")
       ->check(whole(1, limits::kMaxEpochs))
       ->capture_default_str();
@@ -143,13 +150,23 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_flag("--nesterov", c.nesterov, "Nesterov momentum");
   cmd.add_flag("!--decay-bn-and-bias,--no-bn-decay", c.decay_norm_and_bias,
                "no weight decay on batch-norm and bias parameters");
-  cmd.add_option("--schedule", c.schedule, "constant, step, cosine or onecycle")
-      ->check(CLI::IsMember({"constant", "step", "cosine", "onecycle"}))
-      ->capture_default_str();
+  add_choice(cmd, "--schedule", c.schedule, "constant, step, cosine or onecycle");
   cmd.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")
       ->check(whole(0, limits::kMaxSteps));
   cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing in [0, 1)")
       ->check(real(0, 0.999));
+  cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")
+      ->check(kSeed)
+      ->capture_default_str();
+}
+
+void add_data_flags(CLI::App& cmd, TrainConfig& c) {
+  cmd.add_option("--data", c.data,
+                 str_cat("HDF5 dataset (schema: docs/ARCHITECTURE.md; at most ", kMaxClasses,
+                         " classes); default: synthetic data"))
+      ->check(kFilePath);
+  cmd.add_option("--synth-path", c.synth_path, "where the default synthetic dataset is written")
+      ->capture_default_str();
   cmd.add_option("--workers", c.workers,
                  "loader threads (0: assemble batches synchronously; auto: probe for enough)")
       ->transform(workers_or_auto())
@@ -163,16 +180,22 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->capture_default_str();
   cmd.add_flag("--persistent-workers", c.persistent_workers, "keep loader threads across epochs");
   cmd.add_flag("!--no-augment", c.augment, "no random crop and flip");
-  cmd.add_option("--augment-on", c.augment_on,
-                 "host: the loader threads pad, crop, flip and normalise; device: they only "
-                 "gather uint8 images, augmented on the device after the copy")
-      ->check(CLI::IsMember({"host", "device"}))
-      ->capture_default_str();
+  add_choice(cmd, "--augment-on", c.augment_on,
+             "host: the loader threads pad, crop, flip and normalise; device: they only gather "
+             "uint8 images, augmented on the device after the copy");
   cmd.add_flag("!--no-eval", c.evaluate, "no evaluation on the test split after each epoch");
-  cmd.add_option("--mode", c.mode,
-                 "ddp: one process per device (under mpirun); dp: DataParallel in one process")
-      ->check(CLI::IsMember({"ddp", "dp"}))
+}
+
+void add_device_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
+  cmd.add_option("--device", job.device, "auto (CUDA when a GPU is visible), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  add_choice(cmd, "--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off");
+  cmd.add_flag("--deterministic", c.deterministic, "CUDA: deterministic cuDNN algorithms only");
+  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")
+      ->check(whole(0, limits::kMaxThreads));
+  add_choice(cmd, "--mode", c.mode,
+             "ddp: one process per device (under mpirun); dp: DataParallel in one process");
   cmd.add_option("--devices", c.devices, "--mode dp: devices (CPU replicas on the CPU backend)")
       ->check(whole(1, limits::kMaxDevices))
       ->capture_default_str();
@@ -194,17 +217,9 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->capture_default_str();
   cmd.add_flag("--debug-collectives", c.debug_collectives,
                "check that every rank issues the same collectives; report the first mismatch");
-  cmd.add_option("--debug-fail-rank", c.debug_fail_rank, "tests: make this rank fail")->group("");
-  cmd.add_option("--debug-fail-step", c.debug_fail_step, "tests: the step it fails at")->group("");
-  cmd.add_option("--debug-hang-rank", c.debug_hang_rank, "tests: make this rank hang")->group("");
-  cmd.add_option("--debug-hang-step", c.debug_hang_step, "tests: the step it hangs at")->group("");
-  cmd.add_option("--debug-startup-delay-ms", c.debug_startup_delay_ms, "tests: slow start-up")
-      ->group("");
-  cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")
-      ->check(kSeed)
-      ->capture_default_str();
-  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")
-      ->check(whole(0, limits::kMaxThreads));
+}
+
+void add_output_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
   cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
   cmd.add_option("--checkpoint-dir", c.checkpoint_dir, "where checkpoints go")
       ->capture_default_str();
@@ -216,19 +231,30 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
   cmd.add_option("--keep", c.keep_checkpoints, "checkpoints kept (the newest)")
       ->check(whole(1, limits::kMaxKeep))
       ->capture_default_str();
-  cmd.add_option("--resume", c.resume,
+  cmd.add_option("--resume", job.resume,
                  "auto (the newest complete checkpoint of --checkpoint-dir) or a checkpoint file");
   cmd.add_flag("--resume-force", c.resume_force,
                "resume from a checkpoint of another model, data file or world size");
-  cmd.add_option("--profile", c.profile,
-                 "phase timing: off, summary (table and shares) or trace (also a Chrome trace)")
-      ->check(CLI::IsMember({"off", "summary", "trace"}))
-      ->capture_default_str();
+  add_choice(cmd, "--profile", c.profile,
+             "phase timing: off, summary (table and shares) or trace (also a Chrome trace)");
   cmd.add_option("--trace-dir", c.trace_dir, "--profile trace: where trace_rank<R>.json goes")
       ->capture_default_str();
   cmd.add_option("--summary", c.summary_path, "write the run summary as JSON here");
   cmd.add_option("--peak-tflops", c.peak_tflops, "device peak for MFU (default: by device name)")
       ->check(real(0, limits::kMaxTflops));
+  cmd.add_option("--log-interval", c.log_interval_s, "seconds between progress lines")
+      ->check(real(0, limits::kMaxSeconds))
+      ->capture_default_str();
+}
+
+// Fault injection for the tests; hidden from --help.
+void add_debug_flags(CLI::App& cmd, TrainConfig& c) {
+  cmd.add_option("--debug-fail-rank", c.debug_fail_rank, "tests: make this rank fail")->group("");
+  cmd.add_option("--debug-fail-step", c.debug_fail_step, "tests: the step it fails at")->group("");
+  cmd.add_option("--debug-hang-rank", c.debug_hang_rank, "tests: make this rank hang")->group("");
+  cmd.add_option("--debug-hang-step", c.debug_hang_step, "tests: the step it hangs at")->group("");
+  cmd.add_option("--debug-startup-delay-ms", c.debug_startup_delay_ms, "tests: slow start-up")
+      ->group("");
   cmd.add_option("--debug-loader-delay-ms", c.debug_loader_delay_ms, "tests: slow loader")
       ->check(real(0, limits::kMaxSeconds))
       ->group("");
@@ -236,18 +262,25 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, std::string& device) {
       ->check(real(0, limits::kMaxSeconds))
       ->group("");
   cmd.add_flag("--debug-eval-nan", c.debug_eval_nan, "tests: a NaN test loss")->group("");
-  cmd.add_option("--log-interval", c.log_interval_s, "seconds between progress lines")
-      ->check(real(0, limits::kMaxSeconds))
-      ->capture_default_str();
+}
+
+void add_train_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
+  add_data_flags(cmd, c);
+  add_device_flags(cmd, c, job);
+  add_model_flags(cmd, c);
+  add_optimizer_flags(cmd, c);
+  add_output_flags(cmd, c, job);
+  add_debug_flags(cmd, c);
 }
 
 // --device auto takes CUDA when a GPU is visible. On the CPU, without an explicit model or run
 // length, pick a run that ends in minutes, and say why.
 void choose_device(const CLI::App& cmd, const std::string& device, TrainConfig& c) {
   const DeviceInventory devices = probe_devices();
-  c.device = device == "auto" ? (devices.cuda_devices > 0 ? "cuda" : "cpu") : device;
-  RT_CHECK(c.device == "cpu" || devices.cuda_devices > 0, "--device cuda, but ", devices.why_none);
-  if (c.device == "cuda") return;
+  const bool cuda = device == "auto" ? devices.cuda_devices > 0 : device == "cuda";
+  RT_CHECK(!cuda || devices.cuda_devices > 0, "--device cuda, but ", devices.why_none);
+  c.device = cuda ? DeviceKind::cuda : DeviceKind::cpu;
+  if (cuda) return;
   spdlog::info("training on the CPU backend: {}",
                device == "cpu" ? "--device cpu" : devices.why_none);
   for (const char* flag : {"--model", "--depth", "--width", "--batch-size", "--global-batch-size",
@@ -278,15 +311,22 @@ int exit_status(const std::exception& e) {
   return exit_code::kError;
 }
 
+void choose_resume(const std::string& resume, TrainConfig& c) {
+  c.resume = resume.empty() ? ResumeFrom::none
+                            : (resume == "auto" ? ResumeFrom::latest : ResumeFrom::file);
+  c.resume_file = c.resume == ResumeFrom::file ? resume : "";
+}
+
 // `train` or `diagnose`, on every rank of the job.
-int run_job(const CLI::App& cmd, bool training, const std::string& device, TrainConfig& config) {
+int run_job(const CLI::App& cmd, bool training, const JobFlags& job, TrainConfig& config) {
   // Before MPI_Init (Open MPI leaves SIGTERM and SIGUSR1 alone) and the data loading: a stop
   // requested during start-up is honoured at the first step boundary instead of killing.
   if (training) install_stop_signal_handlers();
   World& world = World::get();
   if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
   try {
-    choose_device(cmd, device, config);
+    choose_device(cmd, job.device, config);
+    choose_resume(job.resume, config);
     // A run stopped by SIGTERM/SIGUSR1 exits with EX_TEMPFAIL: a job script requeues on it.
     if (training) return train(config).stopped ? exit_code::kStoppedBySignal : exit_code::kOk;
     const ProbeResults probes = run_probes(config);
@@ -301,77 +341,99 @@ int run_job(const CLI::App& cmd, bool training, const std::string& device, Train
   }
 }
 
+// The dataset and checkpoint tools: what each was asked to do.
+struct ToolCommands {
+  CLI::App *synth = nullptr, *convert = nullptr, *inspect_data = nullptr, *inspect = nullptr;
+  SynthConfig synth_config;
+  std::string out, convert_dir, path;
+  int gzip = 0;
+};
+
+void add_synth_command(CLI::App& data, ToolCommands& t) {
+  SynthConfig& synth = t.synth_config;
+  t.synth = data.add_subcommand("synth", "write a learnable synthetic dataset");
+  t.synth->add_option("--out", t.out, "HDF5 file to write")->required();
+  t.synth->add_option("--train", synth.train_count, "training images")
+      ->check(whole(1, kMaxSynthImages))
+      ->capture_default_str();
+  t.synth->add_option("--test", synth.test_count, "test images")
+      ->check(whole(1, kMaxSynthImages))
+      ->capture_default_str();
+  t.synth->add_option("--height", synth.height, "image height")
+      ->check(whole(1, kMaxSynthSide))
+      ->capture_default_str();
+  t.synth->add_option("--width", synth.width, "image width")
+      ->check(whole(1, kMaxSynthSide))
+      ->capture_default_str();
+  t.synth->add_option("--channels", synth.channels, "1 or 3")
+      ->check(CLI::IsMember({1, 3}))
+      ->capture_default_str();
+  t.synth->add_option("--classes", synth.classes, "number of classes")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  t.synth->add_option("--seed", synth.seed, "generator seed")->check(kSeed)->capture_default_str();
+  t.synth->add_option("--gzip", t.gzip, "compression level 0-9")->check(CLI::Range(0, 9));
+}
+
+void add_tool_commands(CLI::App& app, ToolCommands& t) {
+  CLI::App* data = app.add_subcommand("data", "dataset tools");
+  data->require_subcommand(1);
+  add_synth_command(*data, t);
+  t.convert = data->add_subcommand(
+      "convert", "convert the CIFAR-10 binary distribution (cifar-10-batches-bin/) to HDF5");
+  t.convert->add_option("--from", "input format")
+      ->check(CLI::IsMember({"cifar10-bin"}))
+      ->default_str("cifar10-bin");
+  t.convert->add_option("dir", t.convert_dir, "folder with data_batch_1..5.bin and test_batch.bin")
+      ->required();
+  t.convert->add_option("--out", t.out, "HDF5 file to write")->required();
+  t.convert->add_option("--gzip", t.gzip, "compression level 0-9")->check(CLI::Range(0, 9));
+  t.inspect_data = data->add_subcommand("inspect", "summarise an HDF5 dataset");
+  t.inspect_data->add_option("file", t.path, "HDF5 file")->required()->check(kFilePath);
+  t.inspect = app.add_subcommand(
+      "inspect",
+      "summarise a checkpoint (its meta, every dataset verified against its checksum) or a "
+      "dataset (as data inspect)");
+  t.inspect->add_option("file", t.path, "checkpoint or HDF5 dataset")->required()->check(kFilePath);
+}
+
+void run_tool_command(const ToolCommands& t) {
+  if (*t.convert) {
+    const Dataset d = read_cifar10_bin(t.convert_dir);
+    write_hdf5_dataset(t.out, d, t.gzip);
+    spdlog::info("wrote {}: {} train and {} test images", t.out, d.train.count, d.test.count);
+  } else if (*t.inspect) {
+    std::fputs((is_checkpoint(t.path) ? inspect_checkpoint(t.path)
+                                      : inspect_dataset(read_hdf5_dataset(t.path), t.path))
+                   .c_str(),
+               stdout);
+  } else if (*t.inspect_data) {
+    std::fputs(inspect_dataset(read_hdf5_dataset(t.path), t.path).c_str(), stdout);
+  } else if (*t.synth) {
+    const SynthConfig& c = t.synth_config;
+    write_hdf5_dataset(t.out, make_synthetic(c), t.gzip);
+    spdlog::info("wrote {}: {} train and {} test images {}x{}x{}, {} classes", t.out, c.train_count,
+                 c.test_count, c.height, c.width, c.channels, c.classes);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ringtrain: data-parallel ResNet training on CIFAR-10 that keeps every GPU busy"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ringtrain " RINGTRAIN_VERSION);
-
   TrainConfig train_config;
-  std::string device = "auto";
+  JobFlags job;
   CLI::App* train_cmd = app.add_subcommand("train", "train a ResNet");
-  add_train_flags(*train_cmd, train_config, device);
+  add_train_flags(*train_cmd, train_config, job);
   CLI::App* diagnose_cmd = app.add_subcommand(
       "diagnose",
       "probe the loader, compute, all-reduce and full step of a training configuration (the "
       "same flags as train) and say what holds it back");
-  add_train_flags(*diagnose_cmd, train_config, device);
-
-  CLI::App* data_cmd = app.add_subcommand("data", "dataset tools");
-  data_cmd->require_subcommand(1);
-  SynthConfig synth;
-  std::string synth_out;
-  int gzip = 0;
-  CLI::App* synth_cmd = data_cmd->add_subcommand("synth", "write a learnable synthetic dataset");
-  synth_cmd->add_option("--out", synth_out, "HDF5 file to write")->required();
-  synth_cmd->add_option("--train", synth.train_count, "training images")
-      ->check(whole(1, kMaxSynthImages))
-      ->capture_default_str();
-  synth_cmd->add_option("--test", synth.test_count, "test images")
-      ->check(whole(1, kMaxSynthImages))
-      ->capture_default_str();
-  synth_cmd->add_option("--height", synth.height, "image height")
-      ->check(whole(1, kMaxSynthSide))
-      ->capture_default_str();
-  synth_cmd->add_option("--width", synth.width, "image width")
-      ->check(whole(1, kMaxSynthSide))
-      ->capture_default_str();
-  synth_cmd->add_option("--channels", synth.channels, "1 or 3")
-      ->check(CLI::IsMember({1, 3}))
-      ->capture_default_str();
-  synth_cmd->add_option("--classes", synth.classes, "number of classes")
-      ->check(CLI::Range(2, 1000))
-      ->capture_default_str();
-  synth_cmd->add_option("--seed", synth.seed, "generator seed")
-      ->check(kSeed)
-      ->capture_default_str();
-  synth_cmd->add_option("--gzip", gzip, "compression level 0-9")->check(CLI::Range(0, 9));
-
-  std::string convert_from = "cifar10-bin", convert_dir, convert_out;
-  int convert_gzip = 0;
-  CLI::App* convert_cmd = data_cmd->add_subcommand(
-      "convert", "convert the CIFAR-10 binary distribution (cifar-10-batches-bin/) to HDF5");
-  convert_cmd->add_option("--from", convert_from, "input format")
-      ->check(CLI::IsMember({"cifar10-bin"}))
-      ->capture_default_str();
-  convert_cmd->add_option("dir", convert_dir, "folder with data_batch_1..5.bin and test_batch.bin")
-      ->required();
-  convert_cmd->add_option("--out", convert_out, "HDF5 file to write")->required();
-  convert_cmd->add_option("--gzip", convert_gzip, "compression level 0-9")->check(CLI::Range(0, 9));
-  std::string inspect_path;
-  CLI::App* inspect_cmd = data_cmd->add_subcommand("inspect", "summarise an HDF5 dataset");
-  inspect_cmd->add_option("file", inspect_path, "HDF5 file")->required()->check(kFilePath);
-
-  std::string any_inspect_path;
-  CLI::App* any_inspect_cmd = app.add_subcommand(
-      "inspect",
-      "summarise a checkpoint (its meta, every dataset verified against its checksum) or a "
-      "dataset (as data inspect)");
-  any_inspect_cmd->add_option("file", any_inspect_path, "checkpoint or HDF5 dataset")
-      ->required()
-      ->check(kFilePath);
-
+  add_train_flags(*diagnose_cmd, train_config, job);
+  ToolCommands tools;
+  add_tool_commands(app, tools);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return str_cat("ringtrain: error: ", e.what(), "\nRun with --help for more information.\n");
   });
@@ -383,27 +445,9 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] %v");
   try {
     if (*train_cmd || *diagnose_cmd)
-      return run_job(*train_cmd ? *train_cmd : *diagnose_cmd, train_cmd->parsed(), device,
+      return run_job(*train_cmd ? *train_cmd : *diagnose_cmd, train_cmd->parsed(), job,
                      train_config);
-    if (*convert_cmd) {
-      const Dataset d = read_cifar10_bin(convert_dir);
-      write_hdf5_dataset(convert_out, d, convert_gzip);
-      spdlog::info("wrote {}: {} train and {} test images", convert_out, d.train.count,
-                   d.test.count);
-    } else if (*any_inspect_cmd) {
-      std::fputs((is_checkpoint(any_inspect_path)
-                      ? inspect_checkpoint(any_inspect_path)
-                      : inspect_dataset(read_hdf5_dataset(any_inspect_path), any_inspect_path))
-                     .c_str(),
-                 stdout);
-    } else if (*inspect_cmd) {
-      std::fputs(inspect_dataset(read_hdf5_dataset(inspect_path), inspect_path).c_str(), stdout);
-    } else if (*synth_cmd) {
-      write_hdf5_dataset(synth_out, make_synthetic(synth), gzip);
-      spdlog::info("wrote {}: {} train and {} test images {}x{}x{}, {} classes", synth_out,
-                   synth.train_count, synth.test_count, synth.height, synth.width, synth.channels,
-                   synth.classes);
-    }
+    run_tool_command(tools);
   } catch (const std::exception& e) {
     const int status = exit_status(e);
     if (status != exit_code::kUsage || launch_rank() == 0)

@@ -19,6 +19,12 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
+template <>
+const NameTable<DeviceKind>& names_of<DeviceKind>() {
+  static const NameTable<DeviceKind> names = {{"cpu", DeviceKind::cpu}, {"cuda", DeviceKind::cuda}};
+  return names;
+}
+
 std::string DeviceId::str() const {
   return kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(index);
 }
@@ -35,8 +41,8 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Layout layout) {
   return adopt(std::shared_ptr<void>(p, std::free), shape, dtype, DeviceId{}, layout);
 }
 
-Tensor Tensor::adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype, DeviceId device,
-                     Layout layout) {
+Tensor Tensor::adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype,
+                     DeviceId device, Layout layout) {
   Tensor t = view(storage.get(), shape, dtype, device, layout);
   t.storage_ = std::move(storage);
   return t;

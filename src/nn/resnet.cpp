@@ -21,12 +21,16 @@ ResNetLayout resnet_layout(int depth) {
   }
 }
 
+template <>
+const NameTable<Stem>& names_of<Stem>() {
+  static const NameTable<Stem> names = {{"cifar", Stem::cifar}, {"imagenet", Stem::imagenet}};
+  return names;
+}
+
 namespace {
 
 int stem_channels(const ResNetConfig& c) {
   RT_CHECK(c.width > 0, "ResNet: width multiplier must be positive, got ", c.width);
-  RT_CHECK(c.stem == "cifar" || c.stem == "imagenet", "ResNet: stem '", c.stem,
-           "' is not cifar or imagenet");
   RT_CHECK(c.classes > 1, "ResNet: need at least 2 classes, got ", c.classes);
   RT_CHECK(c.in_channels > 0, "ResNet: need at least one input channel, got ", c.in_channels);
   return std::max(1, static_cast<int>(std::lround(64 * c.width)));
@@ -38,8 +42,8 @@ ResNet::ResNet(const ResNetConfig& config, Backend& backend, DType dtype, uint64
     : config_(config),
       backend_(backend),
       stem_(params_, "stem", config.in_channels, stem_channels(config),
-            config.stem == "cifar" ? 3 : 7, config.stem == "cifar" ? 1 : 2, true) {
-  if (config.stem == "imagenet") stem_pool_ = PoolGeometry{};
+            config.stem == Stem::cifar ? 3 : 7, config.stem == Stem::cifar ? 1 : 2, true) {
+  if (config.stem == Stem::imagenet) stem_pool_ = PoolGeometry{};
   const ResNetLayout layout = resnet_layout(config.depth);
   int channels = stem_channels(config);
   for (size_t stage = 0; stage < layout.blocks.size(); ++stage) {
@@ -103,6 +107,7 @@ void ResNet::allocate(const Shape& input) {
     features_ = backend_.zeros(features, backend_.compute_dtype());
     d_features_ = backend_.zeros(features, backend_.compute_dtype());
     logits_ = backend_.zeros({s[0], config_.classes}, backend_.compute_dtype());
+    d_logits_ = backend_.zeros({s[0], config_.classes}, backend_.compute_dtype());
   }
 }
 

@@ -17,20 +17,27 @@ double cosine_between(double a, double b, double pct) {
 
 }  // namespace
 
+template <>
+const NameTable<Schedule>& names_of<Schedule>() {
+  static const NameTable<Schedule> names = {{"constant", Schedule::constant},
+                                            {"step", Schedule::step},
+                                            {"cosine", Schedule::cosine},
+                                            {"onecycle", Schedule::onecycle}};
+  return names;
+}
+
 void LrSchedule::validate() const {
-  RT_CHECK(kind == "constant" || kind == "step" || kind == "cosine" || kind == "onecycle",
-           "lr schedule: unknown kind '", kind, "' (constant, step, cosine, onecycle)");
   RT_CHECK(base_lr > 0, "lr schedule: learning rate must be positive, got ", base_lr);
   RT_CHECK(total_steps > 0, "lr schedule: total steps must be positive, got ", total_steps);
   RT_CHECK(warmup_steps >= 0 && warmup_steps < total_steps, "lr schedule: warmup of ", warmup_steps,
            " steps must be shorter than the run of ", total_steps);
-  RT_CHECK(kind != "onecycle" || warmup_steps == 0,
+  RT_CHECK(kind != Schedule::onecycle || warmup_steps == 0,
            "lr schedule: onecycle has its own warmup; drop --warmup-steps");
   RT_CHECK(step_size > 0, "lr schedule: step size must be positive, got ", step_size);
 }
 
 double LrSchedule::at(int64_t step) const {
-  if (kind == "onecycle") {
+  if (kind == Schedule::onecycle) {
     const double initial = base_lr / 25, final_lr = initial / 1e4;
     const double up_end = 0.3 * static_cast<double>(total_steps) - 1;
     const double down_end = static_cast<double>(total_steps) - 1;
@@ -43,8 +50,8 @@ double LrSchedule::at(int64_t step) const {
     return base_lr * (warmup_start_factor + (1 - warmup_start_factor) * f);
   }
   const int64_t t = step - warmup_steps, span = total_steps - warmup_steps;
-  if (kind == "step") return base_lr * std::pow(gamma, static_cast<double>(t / step_size));
-  if (kind == "cosine")
+  if (kind == Schedule::step) return base_lr * std::pow(gamma, static_cast<double>(t / step_size));
+  if (kind == Schedule::cosine)
     return cosine_between(base_lr, min_lr, std::min(1.0, static_cast<double>(t) / span));
   return base_lr;
 }

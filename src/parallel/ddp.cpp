@@ -11,7 +11,12 @@ DistributedDataParallel::DistributedDataParallel(ParameterSet& params, Communica
   const auto& infos = params.param_infos();
   const double element_bytes = static_cast<double>(dtype_size(params.flat_grads().dtype()));
   bucket_of_.assign(infos.size(), -1);
-  // Backward writes the parameters in reverse registration order: fill buckets that way.
+  // Note: backward writes the gradients in reverse registration order (fc first, the stem
+  // last), and the flat buffer holds them in registration order, so a bucket is one contiguous
+  // range that fills from its end. Buckets are cut in that order: the first to fill is the
+  // first all-reduced, while backward still runs the earlier layers. The first bucket is small
+  // so that communication starts early; every rank cuts the same buckets from the same
+  // parameter list, so their all-reduces pair up without any negotiation.
   for (size_t i = infos.size(); i-- > 0;) {
     const int64_t n = shape_numel(infos[i].shape);
     const double cap = (buckets_.size() <= 1 ? config.first_bucket_mb : config.bucket_cap_mb) * 1e6;
@@ -40,32 +45,31 @@ void DistributedDataParallel::broadcast_buffers() {
   if (params_.flat_buffers().numel() > 0) comm_.broadcast(params_.flat_buffers(), 0);
 }
 
-void DistributedDataParallel::begin_micro_step(bool final, const Tensor* accumulated) {
-  communicate_ = final;
-  accumulated_ = final ? accumulated : nullptr;
-}
-
 void DistributedDataParallel::launch(Bucket& b, bool during_backward) {
-  if (accumulated_) {
-    Tensor range = params_.flat_grads().slice(b.offset, {b.size});
-    backend_.add(range, accumulated_->slice(b.offset, {b.size}), range);
-  }
   b.handle = comm_.all_reduce_async(params_.flat_grads(), b.offset, b.size, ReduceOp::average);
   b.launched = true;
   b.launched_during_backward = during_backward;
 }
 
+std::string DistributedDataParallel::describe_param(int id) const {
+  const ParamInfo& p = params_.param_infos().at(static_cast<size_t>(id));
+  return str_cat(p.name, " ", shape_str(p.shape));
+}
+
 void DistributedDataParallel::on_gradient(int id) {
   Bucket& b = buckets_.at(static_cast<size_t>(bucket_of_.at(static_cast<size_t>(id))));
-  RT_CHECK(b.ready < b.params, "ddp: gradient of parameter ", id, " written twice in one step");
+  RT_CHECK(b.ready < b.params, "ddp: the gradient of ", describe_param(id),
+           " was written twice in one backward pass; a layer reported it twice (a model bug)");
   if (++b.ready == b.params && config_.overlap && communicate_) launch(b, true);
   comm_.progress();
 }
 
 void DistributedDataParallel::finish_gradients() {
   for (Bucket& b : buckets_) {
-    RT_CHECK(b.ready == b.params, "ddp: bucket at offset ", b.offset, " has ", b.ready, " of ",
-             b.params, " gradients after backward");
+    RT_CHECK(b.ready == b.params, "ddp: after backward the bucket of ", b.params,
+             " parameters at offset ", b.offset, " has only ", b.ready,
+             " gradients; every parameter must take part in every backward (a model bug: ",
+             "a layer skipped its gradient)");
     if (communicate_ && !b.launched) launch(b, false);
   }
   for (Bucket& b : buckets_) {

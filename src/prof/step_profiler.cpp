@@ -10,11 +10,11 @@ const char* phase_name(Phase p) {
   return names[static_cast<int>(p)];
 }
 
-ProfileMode parse_profile_mode(const std::string& name) {
-  if (name == "off") return ProfileMode::off;
-  if (name == "summary") return ProfileMode::summary;
-  if (name == "trace") return ProfileMode::trace;
-  throw Error(str_cat("profile: mode must be off, summary or trace, got '", name, "'"));
+template <>
+const NameTable<ProfileMode>& names_of<ProfileMode>() {
+  static const NameTable<ProfileMode> names = {
+      {"off", ProfileMode::off}, {"summary", ProfileMode::summary}, {"trace", ProfileMode::trace}};
+  return names;
 }
 
 StepProfiler::StepProfiler(Backend& backend, ProfileMode mode)

@@ -17,7 +17,7 @@ Checkpointer::Checkpointer(const TrainConfig& config, Communicator& comm, Checkp
 
 RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor& momentum,
                                  LossScaler& scaler) {
-  if (config_.resume.empty()) return {};
+  if (config_.resume == ResumeFrom::none) return {};
   const std::string path = checkpoint_to_resume();
   if (path.empty()) return {};
   const CheckpointMeta saved = read_checkpoint_meta(path);
@@ -43,14 +43,14 @@ RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor&
 }
 
 std::string Checkpointer::checkpoint_to_resume() const {
-  if (config_.resume != "auto") {
+  if (config_.resume == ResumeFrom::file) {
     try {
-      verify_checkpoint(config_.resume);
+      verify_checkpoint(config_.resume_file);
     } catch (const Error& e) {
-      throw Error(str_cat("resume: refusing ", config_.resume, ": ", e.what(),
+      throw Error(str_cat("resume: refusing ", config_.resume_file, ": ", e.what(),
                           "; name another checkpoint, or --resume auto for the newest good one"));
     }
-    return config_.resume;
+    return config_.resume_file;
   }
   std::vector<std::string> skipped;
   const std::string path = newest_checkpoint(config_.checkpoint_dir, &skipped);

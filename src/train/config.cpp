@@ -1,7 +1,5 @@
 #include "ringtrain/train/config.hpp"
 
-#include "ringtrain/prof/step_profiler.hpp"
-
 namespace ringtrain {
 
 namespace {
@@ -49,25 +47,50 @@ void check_numbers(const TrainConfig& c) {
 
 }  // namespace
 
+template <>
+const NameTable<Mode>& names_of<Mode>() {
+  static const NameTable<Mode> names = {{"ddp", Mode::ddp}, {"dp", Mode::dp}};
+  return names;
+}
+
+template <>
+const NameTable<Precision>& names_of<Precision>() {
+  static const NameTable<Precision> names = {
+      {"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"off", Precision::f32}};
+  return names;
+}
+
+template <>
+const NameTable<AugmentOn>& names_of<AugmentOn>() {
+  static const NameTable<AugmentOn> names = {{"host", AugmentOn::host},
+                                             {"device", AugmentOn::device}};
+  return names;
+}
+
+DType compute_dtype(Precision p) {
+  switch (p) {
+    case Precision::bf16:
+      return DType::bf16;
+    case Precision::fp16:
+      return DType::f16;
+    case Precision::f32:
+      return DType::f32;
+  }
+  throw Error("compute_dtype: unknown precision");
+}
+
 void TrainConfig::validate() const {
   check_numbers(*this);
-  RT_CHECK_AS(ConfigError, mode == "ddp" || mode == "dp", "config: --mode must be ddp or dp, got ",
-              mode);
-  RT_CHECK_AS(ConfigError, mode != "dp" || batch_size % devices == 0,
+  RT_CHECK_AS(ConfigError, mode != Mode::dp || batch_size % devices == 0,
               "config: --mode dp splits the batch of ", batch_size, " evenly over ", devices,
               " devices: it does not divide");
-  RT_CHECK_AS(ConfigError, !(sync_bn && mode == "dp"),
+  RT_CHECK_AS(ConfigError, !(sync_bn && mode == Mode::dp),
               "config: --sync-bn is for DDP; --mode dp keeps "
               "per-device statistics as torch.nn.DataParallel does");
-  RT_CHECK_AS(ConfigError, device == "cpu" || device == "cuda",
-              "config: --device must be cpu or cuda, got ", device);
-  RT_CHECK_AS(ConfigError, amp == "bf16" || amp == "fp16" || amp == "off",
-              "config: --amp must be bf16, fp16 or off, got ", amp);
-  RT_CHECK_AS(ConfigError, augment_on == "host" || augment_on == "device",
-              "config: --augment-on must be host or device, got ", augment_on);
-  RT_CHECK_AS(ConfigError, !(device == "cuda" && mode == "dp"),
+  RT_CHECK_AS(ConfigError, !(device == DeviceKind::cuda && mode == Mode::dp),
               "config: --mode dp runs on CPU replicas only so far; use --device cpu");
-  parse_profile_mode(profile);
+  RT_CHECK_AS(ConfigError, resume != ResumeFrom::file || !resume_file.empty(),
+              "config: --resume needs a checkpoint file or auto");
   resnet_layout(model.depth);
 }
 
@@ -81,10 +104,10 @@ void apply_cpu_quick_config(TrainConfig& c) {
 }
 
 std::string describe(const TrainConfig& c) {
-  return str_cat("resnet", c.model.depth, " stem ", c.model.stem, " width ", c.model.width,
-                 ", batch ", c.batch_size, ", ",
+  return str_cat("resnet", c.model.depth, " stem ", to_string(c.model.stem), " width ",
+                 c.model.width, ", batch ", c.batch_size, ", ",
                  c.steps > 0 ? str_cat(c.steps, " steps") : str_cat(c.epochs, " epochs"), ", lr ",
-                 c.lr, " ", c.schedule);
+                 c.lr, " ", to_string(c.schedule));
 }
 
 }  // namespace ringtrain

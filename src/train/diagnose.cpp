@@ -3,105 +3,18 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <thread>
 
-#include "ringtrain/core/clock.hpp"
-#include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
-#include "ringtrain/dist/nccl_communicator.hpp"
-#include "ringtrain/nn/resnet.hpp"
-#include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/prof/report.hpp"
+#include "ringtrain/train/probes.hpp"
 #include "ringtrain/train/setup.hpp"
 #include "ringtrain/train/trainer.hpp"
 
 namespace ringtrain {
 namespace {
 
-constexpr int kLoaderBatches = 24, kComputeSteps = 4, kAllReduces = 3, kFullSteps = 10;
-constexpr double kLoaderSeconds = 3;  // the loader probe stops early past this
-
-// Images/s of the loader alone: batches assembled and handed over, nothing computed.
-double loader_probe(const TrainConfig& c, const Dataset& data, const World& world,
-                    Backend& backend) {
-  TrainSource source = make_train_source(c, data.train, world, backend);
-  source.batches->start_epoch(0);
-  int64_t images = 0;
-  const auto t0 = Clock::now();
-  for (int b = 0; b < kLoaderBatches && (b < 2 || seconds_since(t0) < kLoaderSeconds); ++b) {
-    const HostBatch* batch = source.batches->next();
-    if (!batch) break;
-    images += batch->images.dim(0);
-  }
-  return images / seconds_since(t0);
-}
-
-struct ComputeProbe {
-  double images_per_s = 0, backward_s = 0;
-  Tensor grads;  // the model's gradient buffer, for the all-reduce probe (kept alive with it)
-};
-
-// Training steps on one batch already on the device, on a model of its own.
-ComputeProbe compute_probe(const TrainConfig& c, const Dataset& data, const World& world,
-                           Backend& backend, std::unique_ptr<ResNet>& model) {
-  ResNetConfig mc = c.model;
-  mc.in_channels = data.train.channels;
-  mc.classes = data.classes();
-  model = std::make_unique<ResNet>(mc, backend, DType::f32, c.seed);
-  Sgd sgd(model->parameters(), backend, SgdConfig{});
-  TrainConfig one_batch = c;
-  one_batch.workers = 0;
-  TrainSource source = make_train_source(one_batch, data.train, world, backend);
-  DevicePrefetcher prefetcher(*source.batches, backend, nullptr, source.augment);
-  prefetcher.start_epoch(0);
-  const DeviceBatch* batch = prefetcher.next();
-  RT_CHECK(batch, "diagnose: the training split gives no batch");
-  Tensor dlogits = backend.zeros({batch->images.dim(0), mc.classes}, backend.compute_dtype());
-  StepProfiler prof(backend, ProfileMode::summary);
-  auto step = [&] {
-    prof.start(Phase::forward);
-    backend.softmax_cross_entropy(model->forward(batch->images, true), batch->labels, 0.0f,
-                                  &dlogits);
-    prof.start(Phase::backward);
-    model->backward(dlogits);
-    prof.start(Phase::optimizer);
-    sgd.step(0.01f);
-    prof.end_step();
-  };
-  step();  // first-step costs: allocations, algorithm searches
-  const PhaseTimes before = prof.totals();
-  const auto t0 = Clock::now();
-  for (int i = 0; i < kComputeSteps; ++i) step();
-  backend.synchronize();
-  ComputeProbe p;
-  p.images_per_s = kComputeSteps * double(batch->images.dim(0)) / seconds_since(t0);
-  p.backward_s = (prof.totals()[static_cast<int>(Phase::backward)] -
-                  before[static_cast<int>(Phase::backward)]) /
-                 kComputeSteps;
-  p.grads = model->parameters().flat_grads();
-  return p;
-}
-
-// Seconds of one averaging all-reduce of the whole gradient buffer, median of a few.
-double allreduce_probe(const TrainConfig& c, const World& world, Backend& backend,
-                       Communicator& mpi, Tensor& grads) {
-  std::unique_ptr<Communicator> nccl;
-  if (c.device == "cuda")
-    nccl = make_nccl_communicator(world.comm(), backend, CommOptions{c.comm_timeout_s});
-  Communicator& comm = nccl ? *nccl : mpi;
-  std::vector<double> times;
-  for (int i = 0; i < kAllReduces; ++i) {
-    comm.barrier();
-    const auto t0 = Clock::now();
-    comm.wait(comm.all_reduce_async(grads, 0, grads.numel(), ReduceOp::average));
-    backend.synchronize();
-    times.push_back(seconds_since(t0));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+constexpr int kFullSteps = 10;
 
 std::string rate(double images_per_s) {
   return fmt::format("{:.0f} img/s", images_per_s);
@@ -188,31 +101,32 @@ ProbeResults run_probes(const TrainConfig& requested) {
   MpiCommunicator comm(world.comm(), CommOptions{requested.comm_timeout_s, false,
                                                  requested.debug_comm_delay_ms * 1e-3});
   TrainConfig config = per_rank_config(requested, world.size());
-  RT_CHECK(config.mode == "ddp", "diagnose: probes the DDP configuration; drop --mode dp");
+  RT_CHECK_AS(ConfigError, config.mode == Mode::ddp,
+              "diagnose: probes the DDP configuration; drop --mode dp");
   ProbeResults p;
   {
     const Dataset data = load_data(config, comm);
     auto backend = make_backend(config, world);
     if (config.workers < 0) config.workers = choose_workers(config, data, world, *backend);
     p.workers = config.workers;
-    p.augment_on_device = config.augment_on == "device";
+    p.augment_on_device = config.augment_on == AugmentOn::device;
     spdlog::info("probe 1/4: the loader alone");
     p.loader_images_per_s = loader_probe(config, data, world, *backend);
     spdlog::info("probe 2/4: compute alone");
-    std::unique_ptr<ResNet> model;
-    ComputeProbe compute = compute_probe(config, data, world, *backend, model);
+    ComputeProbe compute = compute_probe(config, data, world, *backend);
     p.compute_images_per_s = compute.images_per_s;
     p.backward_s = compute.backward_s;
     spdlog::info("probe 3/4: the all-reduce alone");
     if (world.size() > 1)
-      p.allreduce_s = allreduce_probe(config, world, *backend, comm, compute.grads);
+      p.allreduce_s =
+          allreduce_probe(config, world, *backend, comm, compute.model->parameters().flat_grads());
   }
   spdlog::info("probe 4/4: full training steps");
   TrainConfig full = requested;
   full.workers = config.workers;
   full.steps = kFullSteps;
   full.evaluate = false;
-  full.profile = "summary";
+  full.profile = ProfileMode::summary;
   full.metrics_path.clear();
   full.summary_path.clear();
   const auto level = spdlog::get_level();
@@ -228,29 +142,6 @@ ProbeResults run_probes(const TrainConfig& requested) {
   p.backward_s = values[2];
   p.allreduce_s = values[3];
   return p;
-}
-
-int choose_workers(const TrainConfig& config, const Dataset& data, const World& world,
-                   Backend& backend) {
-  std::unique_ptr<ResNet> model;
-  const double compute = compute_probe(config, data, world, backend, model).images_per_s;
-  model.reset();
-  const int most = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  int best = 1;
-  double best_rate = 0;
-  for (int w = 1; w <= most; w *= 2) {
-    TrainConfig c = config;
-    c.workers = w;
-    const double loader = loader_probe(c, data, world, backend);
-    spdlog::info("--workers auto: {} worker(s) give {:.0f} img/s, compute consumes {:.0f}", w,
-                 loader, compute);
-    if (loader > best_rate) {
-      best = w;
-      best_rate = loader;
-    }
-    if (loader >= 1.25 * compute) return w;
-  }
-  return best;
 }
 
 }  // namespace ringtrain

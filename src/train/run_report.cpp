@@ -125,7 +125,7 @@ void RunReport::run_done(const TrainResult& r) {
     ++gpu_epochs;
   }
   const double gpu_mean = gpu_epochs > 0 ? gpu_sum / gpu_epochs : -1;
-  if (config_.profile != "off")
+  if (config_.profile != ProfileMode::off)
     spdlog::info("where the time went (mean over ranks, {} steps):\n{}", r.steps,
                  format_phase_table(r.phase_totals, r.steps));
   spdlog::info(
@@ -134,7 +134,7 @@ void RunReport::run_done(const TrainResult& r) {
       r.steps, format_duration(r.train_time_s), r.images_per_s, tflops,
       mfu >= 0 ? fmt::format(" (MFU {:.1f}%)", 100 * mfu) : "",
       gpu_mean >= 0 ? fmt::format("{:.1f}%", gpu_mean) : "not measured",
-      config_.profile == "off" ? "unknown (--profile off)" : main_bottleneck(shares),
+      config_.profile == ProfileMode::off ? "unknown (--profile off)" : main_bottleneck(shares),
       !config_.evaluate ? std::string("not evaluated")
                         : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
   if (config_.summary_path.empty()) return;
@@ -144,7 +144,7 @@ void RunReport::run_done(const TrainResult& r) {
   for (const EpochMetrics& m : r.epochs) epoch_time += m.epoch_time_s;
   const nlohmann::json j = {
       {"config", describe(config_)},
-      {"mode", config_.mode},
+      {"mode", to_string(config_.mode)},
       {"device", r.device},
       {"ranks", r.ranks},
       {"workers", config_.workers},

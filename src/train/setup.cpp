@@ -90,7 +90,7 @@ LoaderConfig loader_config(const TrainConfig& c, bool training) {
 }
 
 ImageFormat loader_format(const TrainConfig& c, const Backend& backend) {
-  if (c.augment_on == "device") return {DType::u8, Layout::nhwc};
+  if (c.augment_on == AugmentOn::device) return {DType::u8, Layout::nhwc};
   return {backend.compute_dtype(), backend.layout()};
 }
 
@@ -108,7 +108,7 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
   const ImageFormat format = loader_format(c, backend);
   if (!train.images.empty()) {
     s.norm = channel_statistics(train);
-    if (c.augment_on == "device") s.augment = make_device_augment(s.norm, lc.pad, backend);
+    if (c.augment_on == AugmentOn::device) s.augment = make_device_augment(s.norm, lc.pad, backend);
     s.writer = std::make_unique<ImageWriter>(train, s.norm, lc.pad, format.dtype, format.layout);
     s.batches = std::make_unique<Loader>(
         train, *s.writer,
@@ -122,7 +122,7 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
       train.count * train.image_bytes() / 1e6, c.memory_budget_mb, window);
   s.window_images = window;
   s.norm = StreamingLoader::statistics(data_path(c), "train", train, window);
-  if (c.augment_on == "device") s.augment = make_device_augment(s.norm, lc.pad, backend);
+  if (c.augment_on == AugmentOn::device) s.augment = make_device_augment(s.norm, lc.pad, backend);
   s.batches =
       std::make_unique<StreamingLoader>(data_path(c), "train", train, window, s.norm, format.dtype,
                                         format.layout, world.size(), world.rank(), lc, backend);
@@ -142,13 +142,13 @@ TrainConfig per_rank_config(TrainConfig c, int world_size) {
 }
 
 std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) {
-  if (c.device == "cpu") return std::make_unique<CpuBackend>(c.threads);
+  if (c.device == DeviceKind::cpu) return std::make_unique<CpuBackend>(c.threads);
   const DeviceInventory devices = probe_devices();
   RT_CHECK(devices.cuda_devices > 0, "train: --device cuda, but ", devices.why_none);
   CudaOptions o;
   o.device = assign_device(world, devices.cuda_devices);
   o.rank = world.rank();
-  o.compute = c.amp == "off" ? DType::f32 : (c.amp == "fp16" ? DType::f16 : DType::bf16);
+  o.compute = compute_dtype(c.amp);
   o.deterministic = c.deterministic;
   return make_cuda_backend(o);
 }

@@ -5,7 +5,7 @@
 
 #include "gpu_test_util.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 
 namespace ringtrain {
@@ -30,10 +30,8 @@ Batch random_batch(int n, uint64_t seed) {
 // One SGD step of `model` on the batch (already on the backend's device); returns the loss.
 double train_step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images,
                   const Tensor& labels) {
-  const Tensor& logits = model.forward(images, true);
-  Tensor dlogits = backend.zeros(logits.shape(), logits.dtype());
-  const double loss = backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits);
-  model.backward(dlogits);
+  model.parameters().zero_grad(backend);
+  const double loss = forward_backward(model, images, labels, LossSettings{}).loss;
   sgd.step(0.05f);
   return loss;
 }

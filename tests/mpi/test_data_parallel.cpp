@@ -6,6 +6,7 @@
 
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
+#include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/data_parallel.hpp"
 #include "ringtrain/parallel/ddp.hpp"
@@ -35,7 +36,6 @@ TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {
   DistributedDataParallel ddp(ddp_model.parameters(), comm, backend, DdpConfig{});
   ddp.broadcast_state();
   Sgd ddp_sgd(ddp_model.parameters(), backend, sc);
-  Tensor dlogits = Tensor::zeros({kChunk, 10}, DType::f32);
 
   DataParallel dp(mc, 2, 1, 11);
   Sgd dp_sgd(dp.primary().parameters(), dp.primary_backend(), sc);
@@ -44,15 +44,16 @@ TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {
     Tensor x = Tensor::zeros({kChunk, 3, 8, 8}, DType::f32),
            y = Tensor::zeros({kChunk}, DType::i32);
     fill(comm.rank(), step, x, y, 0);
-    backend.softmax_cross_entropy(ddp_model.forward(x, true), y, 0.0f, &dlogits);
-    ddp_model.backward(dlogits);
+    ddp_model.parameters().zero_grad(backend);
+    forward_backward(ddp_model, x, y, LossSettings{});
     ddp.finish_gradients();
     ddp_sgd.step(0.05f);
 
     Tensor X = Tensor::zeros({2 * kChunk, 3, 8, 8}, DType::f32);
     Tensor Y = Tensor::zeros({2 * kChunk}, DType::i32);
     for (int d = 0; d < 2; ++d) fill(d, step, X, Y, int64_t{d} * kChunk);
-    dp.step(X, Y, 0.0f);
+    dp.primary().parameters().zero_grad(dp.primary_backend());
+    dp.step(X, Y, LossSettings{});
     dp_sgd.step(0.05f);
   }
   const float* a = ddp_model.parameters().flat_params().data<float>();

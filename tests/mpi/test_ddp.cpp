@@ -33,7 +33,7 @@ struct TinyNet {
     fc.init(backend, rng);
   }
 
-  // One step of forward, loss and backward; returns the loss.
+  // Forward, loss and backward (adding to the gradients); returns the loss.
   double step(Backend& backend, const Tensor& x, const Tensor& labels, double grad_scale = 1.0) {
     const int n = static_cast<int>(x.dim(0));
     features = Tensor::zeros(conv.output_shape(x.shape()), DType::f32);
@@ -81,6 +81,7 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
     Tensor x = Tensor::zeros({kPerRank, 3, 6, 6}, DType::f32);
     Tensor labels = Tensor::zeros({kPerRank}, DType::i32);
     fill_batch(comm.rank(), step, x, labels, 0);
+    net.params.zero_grad(backend);
     net.step(backend, x, labels);
     ddp.finish_gradients();
     sgd.step(0.1f);
@@ -89,6 +90,7 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
     Tensor X = Tensor::zeros({all, 3, 6, 6}, DType::f32);
     Tensor L = Tensor::zeros({all}, DType::i32);
     for (int r = 0; r < comm.size(); ++r) fill_batch(r, step, X, L, int64_t{r} * kPerRank);
+    ref.params.zero_grad(backend);
     ref.step(backend, X, L);
     ref_sgd.step(0.1f);
   }
@@ -114,16 +116,15 @@ TEST(Ddp, GradientAccumulationEqualsOneProcessOnAllMicroBatches) {
   Sgd sgd(net.params, backend, sc);
   TinyNet ref(backend, 5);
   Sgd ref_sgd(ref.params, backend, sc);
-  Tensor sum = Tensor::zeros(net.params.flat_grads().shape(), DType::f32);
   for (int step = 0; step < 2; ++step) {
+    net.params.zero_grad(backend);
     for (int micro = 0; micro < 2; ++micro) {
       Tensor x = Tensor::zeros({kPerRank, 3, 6, 6}, DType::f32);
       Tensor labels = Tensor::zeros({kPerRank}, DType::i32);
       fill_batch(2 * comm.rank() + micro, step, x, labels, 0);
-      ddp.begin_micro_step(micro == 1, micro == 1 ? &sum : nullptr);
+      ddp.set_sync(micro == 1);
       net.step(backend, x, labels, 0.5);
       ddp.finish_gradients();
-      if (micro == 0) backend.copy(net.params.flat_grads(), sum);
     }
     EXPECT_TRUE(ddp.buckets()[0].launched_during_backward);
     sgd.step(0.1f);
@@ -132,6 +133,7 @@ TEST(Ddp, GradientAccumulationEqualsOneProcessOnAllMicroBatches) {
     Tensor X = Tensor::zeros({shards * kPerRank, 3, 6, 6}, DType::f32);
     Tensor L = Tensor::zeros({shards * kPerRank}, DType::i32);
     for (int s = 0; s < shards; ++s) fill_batch(s, step, X, L, int64_t{s} * kPerRank);
+    ref.params.zero_grad(backend);
     ref.step(backend, X, L);
     ref_sgd.step(0.1f);
   }

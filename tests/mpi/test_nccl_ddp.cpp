@@ -7,7 +7,7 @@
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/dist/device_assignment.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
-#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/ddp.hpp"
 #include "shard_batch.hpp"
@@ -39,12 +39,10 @@ TEST(NcclDdp, SyncBatchNormDdpOnGpusEqualsOneCpuProcess) {
   DistributedDataParallel ddp(model.parameters(), *comm, *gpu, DdpConfig{});
   ddp.broadcast_state();
   Sgd sgd(model.parameters(), *gpu, SgdConfig{});
-  Tensor dlogits = gpu->zeros({kPerRank, 10}, DType::f32);
 
   ResNet ref(mc, cpu, DType::f32, 3);
   Sgd ref_sgd(ref.parameters(), cpu, SgdConfig{});
   const int all = kPerRank * comm->size();
-  Tensor ref_dlogits = Tensor::zeros({all, 10}, DType::f32);
 
   for (int step = 0; step < 3; ++step) {
     Tensor x = Tensor::zeros({kPerRank, 3, 16, 16}, DType::f32);
@@ -52,17 +50,16 @@ TEST(NcclDdp, SyncBatchNormDdpOnGpusEqualsOneCpuProcess) {
     test::fill_shard(comm->rank(), step, kPerRank, 10, x, y, 0);
     Tensor y_dev = gpu->zeros({kPerRank}, DType::i32);
     gpu->copy(y, y_dev);
-    gpu->softmax_cross_entropy(model.forward(test::upload(*gpu, x, DType::f32), true), y_dev, 0.0f,
-                               &dlogits);
-    model.backward(dlogits);
+    model.parameters().zero_grad(*gpu);
+    forward_backward(model, test::upload(*gpu, x, DType::f32), y_dev, LossSettings{});
     ddp.finish_gradients();
     sgd.step(0.05f);
 
     Tensor X = Tensor::zeros({all, 3, 16, 16}, DType::f32), Y = Tensor::zeros({all}, DType::i32);
     for (int r = 0; r < comm->size(); ++r)
       test::fill_shard(r, step, kPerRank, 10, X, Y, r * kPerRank);
-    cpu.softmax_cross_entropy(ref.forward(X, true), Y, 0.0f, &ref_dlogits);
-    ref.backward(ref_dlogits);
+    ref.parameters().zero_grad(cpu);
+    forward_backward(ref, X, Y, LossSettings{});
     ref_sgd.step(0.05f);
   }
   ParameterSet &got = model.parameters(), &want = ref.parameters();

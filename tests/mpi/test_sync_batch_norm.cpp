@@ -6,7 +6,7 @@
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
-#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/ddp.hpp"
 #include "shard_batch.hpp"
@@ -36,27 +36,25 @@ TEST(SyncBatchNorm, DdpEqualsOneProcessOnTheConcatenatedBatch) {
   model.set_sync_batch_norm(&comm);
   DistributedDataParallel ddp(model.parameters(), comm, backend, DdpConfig{});
   Sgd sgd(model.parameters(), backend, sc);
-  Tensor dlogits = Tensor::zeros({kPerRank, 10}, DType::f32);
 
   ResNet ref(mc, backend, DType::f32, 3);
   Sgd ref_sgd(ref.parameters(), backend, sc);
   const int all = kPerRank * comm.size();
-  Tensor ref_dlogits = Tensor::zeros({all, 10}, DType::f32);
 
   for (int step = 0; step < 3; ++step) {
     Tensor x = Tensor::zeros({kPerRank, 3, 8, 8}, DType::f32);
     Tensor y = Tensor::zeros({kPerRank}, DType::i32);
     test::fill_shard(comm.rank(), step, kPerRank, 10, x, y, 0);
-    backend.softmax_cross_entropy(model.forward(x, true), y, 0.0f, &dlogits);
-    model.backward(dlogits);
+    model.parameters().zero_grad(backend);
+    forward_backward(model, x, y, LossSettings{});
     ddp.finish_gradients();
     sgd.step(0.05f);
 
     Tensor X = Tensor::zeros({all, 3, 8, 8}, DType::f32), Y = Tensor::zeros({all}, DType::i32);
     for (int r = 0; r < comm.size(); ++r)
       test::fill_shard(r, step, kPerRank, 10, X, Y, r * kPerRank);
-    backend.softmax_cross_entropy(ref.forward(X, true), Y, 0.0f, &ref_dlogits);
-    ref.backward(ref_dlogits);
+    ref.parameters().zero_grad(backend);
+    forward_backward(ref, X, Y, LossSettings{});
     ref_sgd.step(0.05f);
   }
   expect_close(model.parameters().flat_params(), ref.parameters().flat_params(), 1e-4, "parameter");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "test_util.hpp"
@@ -196,6 +197,61 @@ TEST(Linear, ForwardAndBackward) {
   EXPECT_LT(max_grad_error<double>(x, dx, loss, kH), kTol);
   EXPECT_LT(max_grad_error<double>(w, dw, loss, kH), kTol);
   EXPECT_LT(max_grad_error<double>(b, db, loss, kH), kTol);
+}
+
+// `grad` runs a backward op into its gradient tensors; it must add to what they hold.
+void expect_added(const std::vector<Tensor*>& grads, const std::function<void()>& grad,
+                  const char* op) {
+  std::mt19937_64 rng(12);
+  std::vector<Tensor> once, held;
+  for (Tensor* g : grads) std::fill(g->data<double>(), g->data<double>() + g->numel(), 0.0);
+  grad();
+  for (Tensor* g : grads) {
+    once.push_back(Tensor::zeros(g->shape(), DType::f64));
+    std::copy(g->data<double>(), g->data<double>() + g->numel(), once.back().data<double>());
+  }
+  for (Tensor* g : grads) {
+    held.push_back(random_tensor<double>(g->shape(), rng));
+    std::copy(held.back().data<double>(), held.back().data<double>() + g->numel(),
+              g->data<double>());
+  }
+  grad();
+  for (size_t t = 0; t < grads.size(); ++t)
+    for (int64_t i = 0; i < grads[t]->numel(); ++i)
+      ASSERT_NEAR(grads[t]->data<double>()[i],
+                  held[t].data<double>()[i] + once[t].data<double>()[i], 1e-12)
+          << op << " gradient " << t << " element " << i;
+}
+
+// Backward adds the parameter gradients to what their tensors hold (gradient accumulation and
+// DataParallel's reduce rely on it); activation gradients are overwritten.
+TEST(ParameterGradients, AreAddedToWhatTheTensorsHold) {
+  CpuBackend backend(2);
+  std::mt19937_64 rng(10);
+  const ConvGeometry g{2, 3, 5, 5, 4, 3, 3, 1, 1};
+  Tensor x = random_tensor<double>({2, 3, 5, 5}, rng),
+         dy = random_tensor<double>({2, 4, 5, 5}, rng);
+  Tensor dw = Tensor::zeros({4, 3, 3, 3}, DType::f64);
+  expect_added(
+      {&dw}, [&] { backend.conv_backward_filter(g, x, dy, dw); }, "conv filter");
+
+  Tensor gamma = random_tensor<double>({3}, rng), beta = random_tensor<double>({3}, rng);
+  Tensor y = Tensor::zeros(x.shape(), DType::f64), dx = Tensor::zeros(x.shape(), DType::f64);
+  Tensor mean = Tensor::zeros({3}, DType::f64), invstd = Tensor::zeros({3}, DType::f64);
+  Tensor rmean = Tensor::zeros({3}, DType::f64), rvar = Tensor::zeros({3}, DType::f64);
+  bn_train(backend, x, gamma, beta, 0.1f, 1e-5f, true, y, mean, invstd, rmean, rvar);
+  Tensor dgamma = Tensor::zeros({3}, DType::f64), dbeta = Tensor::zeros({3}, DType::f64);
+  const Tensor dbn = random_tensor<double>(x.shape(), rng);
+  expect_added(
+      {&dgamma, &dbeta},
+      [&] { bn_backward(backend, x, dbn, gamma, beta, mean, invstd, true, dx, dgamma, dbeta); },
+      "batch norm");
+
+  Tensor fx = random_tensor<double>({5, 7}, rng), fw = random_tensor<double>({3, 7}, rng);
+  Tensor fdy = random_tensor<double>({5, 3}, rng), fdx = Tensor::zeros({5, 7}, DType::f64);
+  Tensor fdw = Tensor::zeros({3, 7}, DType::f64), fdb = Tensor::zeros({3}, DType::f64);
+  expect_added(
+      {&fdw, &fdb}, [&] { backend.linear_backward(fx, fw, fdy, &fdx, fdw, fdb); }, "linear");
 }
 
 TEST(Loss, SoftmaxCrossEntropyWithLabelSmoothing) {

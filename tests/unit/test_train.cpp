@@ -8,21 +8,22 @@
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/train/trainer.hpp"
+#include "test_util.hpp"
 
 namespace ringtrain {
 namespace {
 
 // ctest runs tests in parallel processes: each writes its own file.
 std::string small_dataset(int64_t train_count = 1024, int64_t test_count = 500) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    (std::string("ringtrain_train_") +
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".h5");
+  const std::string path =
+      test::temp_path(std::string("train_") +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".h5");
   SynthConfig c;
   c.train_count = train_count;
   c.test_count = test_count;
   c.height = c.width = 16;
-  write_hdf5_dataset(path.string(), make_synthetic(c));
-  return path.string();
+  write_hdf5_dataset(path, make_synthetic(c));
+  return path;
 }
 
 TrainConfig small_config(const std::string& data) {
@@ -50,8 +51,7 @@ TEST(Train, SameSeedGivesBitIdenticalLosses) {
 TEST(Train, LearnsTheSyntheticDataFarAboveChance) {
   TrainConfig c = small_config(small_dataset());
   c.epochs = 2;
-  c.metrics_path =
-      (std::filesystem::temp_directory_path() / "ringtrain_train_metrics.jsonl").string();
+  c.metrics_path = test::temp_path("train_metrics.jsonl");
   const TrainResult r = train(c);
   ASSERT_EQ(r.epochs.size(), 2u);
   EXPECT_GT(r.epochs.back().test_accuracy, 0.5);  // chance is 0.1
@@ -74,9 +74,9 @@ TEST(Train, AugmentingOnTheDeviceTrainsExactlyAsOnTheHost) {
   TrainConfig c = small_config(small_dataset(256, 100));
   c.epochs = 1;
   for (double budget_mb : {4096.0, 0.1}) {  // 0.1 MB: windows of 130 images
-    c.augment_on = "host";
+    c.augment_on = AugmentOn::host;
     const TrainResult host = train(c);
-    c.augment_on = "device";
+    c.augment_on = AugmentOn::device;
     const TrainResult device = train(c);
     EXPECT_EQ(device.step_losses, host.step_losses) << budget_mb << " MB";
     ASSERT_EQ(device.epochs.size(), host.epochs.size());

@@ -1,5 +1,7 @@
 #pragma once
 // Helpers shared by the unit tests: random tensors and central finite differences.
+#include <unistd.h>
+
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -8,9 +10,11 @@
 
 namespace ringtrain::test {
 
-// A path for a test's file in the unit tests' temporary folder; each test names its own files.
+// A path for a test's file in this test process's temporary folder (two checkouts' tests may run
+// at once on one machine); each test names its own files.
 inline std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "ringtrain_unit_tests";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ringtrain_unit_tests_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }

@@ -27,6 +27,9 @@ struct DecayRun {
 // One implementation per device kind: memory and every op the model needs. Ops never allocate
 // their outputs: the caller passes tensors of the right shape (Caffe's contract), so the same
 // activations are reused every step. Activations are 4-D [N,C,H,W] in the backend's layout.
+// Parameter gradients (dw, dgamma, dbeta, db) are added to what their tensors hold, as every
+// framework's backward does: gradient accumulation over micro-batches and DataParallel's
+// reduce need no buffers of their own, and a step starts with ParameterSet::zero_grad().
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -77,6 +80,7 @@ class Backend {
   virtual void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) = 0;
   virtual void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
                                   Tensor& dx) = 0;
+  // dw += the filter gradient.
   virtual void conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
                                     Tensor& dw) = 0;
 
@@ -86,7 +90,7 @@ class Backend {
   // statistics they give, keep mean and 1/std for backward, and update the running statistics
   // as PyTorch does (unbiased running variance). Backward: sums [2C] = (sum g, sum g*xhat) with
   // g the gradient masked by the ReLU (recomputed from x, the statistics, gamma and beta);
-  // dgamma and dbeta from this rank's sums, dx from the global ones over `count` values.
+  // dgamma and dbeta += this rank's sums, dx from the global ones over `count` values.
   virtual void batch_norm_sums(const Tensor& x, Tensor& sums) = 0;
   virtual void batch_norm_forward_from_sums(const Tensor& x, const Tensor& gamma,
                                             const Tensor& beta, const Tensor& sums, float momentum,
@@ -120,7 +124,7 @@ class Backend {
   virtual void global_avg_pool_forward(const Tensor& x, Tensor& y) = 0;  // [N,C,H,W] -> [N,C]
   virtual void global_avg_pool_backward(const Tensor& dy, Tensor& dx) = 0;
 
-  // Classifier: y[N,M] = x[N,K] w[M,K]^T + b[M].
+  // Classifier: y[N,M] = x[N,K] w[M,K]^T + b[M]; backward adds to dw and db.
   virtual void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
   virtual void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx,
                                Tensor& dw, Tensor& db) = 0;

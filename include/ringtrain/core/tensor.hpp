@@ -6,6 +6,7 @@
 
 #include "ringtrain/core/dtype.hpp"
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/names.hpp"
 
 namespace ringtrain {
 
@@ -17,6 +18,8 @@ int64_t shape_numel(const Shape& s);
 enum class Layout { nchw, nhwc };
 
 enum class DeviceKind { cpu, cuda };
+template <>
+const NameTable<DeviceKind>& names_of<DeviceKind>();
 
 // Where a tensor's memory lives.
 struct DeviceId {
@@ -34,8 +37,8 @@ class Tensor {
   // Owning CPU tensor, 64-byte aligned, zero-filled.
   static Tensor zeros(const Shape& shape, DType dtype, Layout layout = Layout::nchw);
   // Owning tensor over storage allocated by a backend (the deleter lives in the shared_ptr).
-  static Tensor adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype, DeviceId device,
-                      Layout layout = Layout::nchw);
+  static Tensor adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype,
+                      DeviceId device, Layout layout = Layout::nchw);
   // Non-owning view.
   static Tensor view(void* data, const Shape& shape, DType dtype, DeviceId device = {},
                      Layout layout = Layout::nchw);

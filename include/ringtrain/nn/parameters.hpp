@@ -38,6 +38,8 @@ class ParameterSet {
   Tensor buffer(int id) const;
   // Copies the master parameters into the compute-dtype copy (nothing without mixed precision).
   void refresh_weights(Backend& backend);
+  // Backward adds to the gradients: a step starts by zeroing them.
+  void zero_grad(Backend& backend) { backend.fill(grads_, 0.0); }
 
   const std::vector<ParamInfo>& param_infos() const { return param_infos_; }
   const std::vector<ParamInfo>& buffer_infos() const { return buffer_infos_; }

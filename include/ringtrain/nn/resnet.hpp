@@ -5,15 +5,21 @@
 #include <string>
 #include <vector>
 
+#include "ringtrain/core/names.hpp"
 #include "ringtrain/nn/linear.hpp"
 #include "ringtrain/nn/residual_block.hpp"
 
 namespace ringtrain {
 
+// cifar: a 3x3 convolution of stride 1; imagenet: 7x7 of stride 2 and a 3x3 max pool.
+enum class Stem { cifar, imagenet };
+template <>
+const NameTable<Stem>& names_of<Stem>();
+
 struct ResNetConfig {
-  int depth = 50;              // 18, 34, 50, 101, 152
-  std::string stem = "cifar";  // cifar: 3x3 stride 1; imagenet: 7x7 stride 2 + 3x3 max pool
-  double width = 1.0;          // multiplies every stage's channel count
+  int depth = 50;  // 18, 34, 50, 101, 152
+  Stem stem = Stem::cifar;
+  double width = 1.0;  // multiplies every stage's channel count
   int classes = 10;
   int in_channels = 3;
   bool zero_init_residual = false;
@@ -35,6 +41,7 @@ class ResNet {
   ResNet& operator=(const ResNet&) = delete;
 
   const ResNetConfig& config() const { return config_; }
+  Backend& backend() { return backend_; }
   ParameterSet& parameters() { return params_; }
   int64_t parameter_count() const { return params_.param_count(); }
   // Convolution and linear multiply-accumulates of one forward pass of an h x w image.
@@ -42,8 +49,11 @@ class ResNet {
 
   // images [N,C,H,W] -> logits [N,classes]. The images must stay alive until backward.
   const Tensor& forward(const Tensor& images, bool training);
-  // Writes every parameter gradient from the gradient of the loss at the logits.
+  // Adds every parameter's gradient, from the gradient of the loss at the logits, to the
+  // parameter gradients.
   void backward(const Tensor& dlogits);
+  // Where a loss writes its gradient at the logits: [N,classes] of the last forward.
+  Tensor& logits_grad() { return d_logits_; }
   // SyncBatchNorm in every batch norm (nullptr: per-rank statistics).
   void set_sync_batch_norm(Communicator* comm);
 
@@ -59,7 +69,7 @@ class ResNet {
   std::optional<Linear> fc_;
   Tensor pooled_, d_pooled_;      // stem max-pool output (imagenet stem)
   Tensor features_, d_features_;  // global average pool output [N,C]
-  Tensor logits_;
+  Tensor logits_, d_logits_;
   Tensor input_;
 };
 

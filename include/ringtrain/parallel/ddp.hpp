@@ -1,4 +1,5 @@
 #pragma once
+#include <string>
 #include <vector>
 
 #include "ringtrain/backend/backend.hpp"
@@ -36,18 +37,19 @@ class DistributedDataParallel {
   // Rank 0's batch-norm running statistics to every rank (before evaluation and checkpoints:
   // ranks see different batches, so their running statistics drift apart).
   void broadcast_buffers();
-  // Gradient accumulation, called before each micro-step's backward: non-final micro-steps do
-  // not communicate; on the final one every bucket first adds `accumulated` (the sum of the
-  // earlier micro-steps' gradients) to its range, then all-reduces it.
-  void begin_micro_step(bool final, const Tensor* accumulated);
+  // Gradient accumulation (PyTorch's no_sync): before each micro-batch's backward, whether
+  // this backward ends the step. Backward adds to the gradients, so the earlier micro-batches'
+  // backwards only accumulate and the last one all-reduces the sums.
+  void set_sync(bool sync) { communicate_ = sync; }
   // After backward: launches what is not launched yet, waits for every bucket (nothing to
-  // communicate after a non-final micro-step).
+  // communicate after a backward without sync).
   void finish_gradients();
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
  private:
   void on_gradient(int id);
+  std::string describe_param(int id) const;  // "layer3.2.conv2.weight [256,256,3,3]"
   void launch(Bucket& b, bool during_backward);
 
   ParameterSet& params_;
@@ -55,7 +57,6 @@ class DistributedDataParallel {
   Backend& backend_;
   DdpConfig config_;
   bool communicate_ = true;
-  const Tensor* accumulated_ = nullptr;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;  // parameter id -> bucket
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ringtrain/backend/backend.hpp"
+#include "ringtrain/core/names.hpp"
 
 namespace ringtrain {
 
@@ -17,7 +18,8 @@ constexpr int kPhases = 7;
 const char* phase_name(Phase p);
 
 enum class ProfileMode { off, summary, trace };
-ProfileMode parse_profile_mode(const std::string& name);  // off, summary or trace
+template <>
+const NameTable<ProfileMode>& names_of<ProfileMode>();
 
 // One phase of one step, for the Chrome trace: on the device's clock (steps laid end to end)
 // and as the host issued it (seconds since the profiler started).

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/optim/lr_schedule.hpp"
+#include "ringtrain/prof/step_profiler.hpp"
 
 namespace ringtrain {
 
@@ -27,17 +29,35 @@ constexpr int kMaxKeep = 1000;
 constexpr double kMaxTflops = 1e6;
 }  // namespace limits
 
+// ddp: one process per device (under mpirun); dp: DataParallel's replicas in one process.
+enum class Mode { ddp, dp };
+// The CUDA compute dtype: bf16, fp16 (with dynamic loss scaling) or f32 (--amp off).
+enum class Precision { bf16, fp16, f32 };
+// Where images are padded, cropped, flipped and normalised: in the loader's threads (host), or
+// on the device after the copy of the raw uint8 images (device).
+enum class AugmentOn { host, device };
+// none: start fresh; latest: the newest good checkpoint of the checkpoint folder (--resume
+// auto); file: the one named.
+enum class ResumeFrom { none, latest, file };
+DType compute_dtype(Precision p);
+template <>
+const NameTable<Mode>& names_of<Mode>();
+template <>
+const NameTable<Precision>& names_of<Precision>();
+template <>
+const NameTable<AugmentOn>& names_of<AugmentOn>();
+
 struct TrainConfig {
   ResNetConfig model;                            // in_channels and classes are taken from the data
   std::string data;                              // HDF5 file; empty: the synthetic dataset below
   std::string synth_path = "data/synthetic.h5";  // written once when no data is given
-  std::string device = "cpu";                    // cpu or cuda (the CLI resolves auto)
-  std::string amp = "bf16";    // cuda: bf16, fp16 (with dynamic loss scaling) or off (f32)
-  bool deterministic = false;  // cuda: only deterministic cuDNN algorithms
+  DeviceKind device = DeviceKind::cpu;           // the CLI resolves --device auto
+  Precision amp = Precision::bf16;               // cuda only
+  bool deterministic = false;                    // cuda: only deterministic cuDNN algorithms
   int64_t epochs = 1;
-  int64_t steps = 0;               // > 0: stop after this many steps
-  int batch_size = 256;            // per process
-  std::string mode = "ddp";        // ddp: one process per device; dp: DataParallel in one process
+  int64_t steps = 0;     // > 0: stop after this many steps
+  int batch_size = 256;  // per process
+  Mode mode = Mode::ddp;
   int devices = 2;                 // dp: CPU replicas
   int global_batch_size = 0;       // > 0: split evenly over the ranks instead of --batch-size
   bool sync_bn = false;            // SyncBatchNorm: batch statistics over all ranks
@@ -61,29 +81,30 @@ struct TrainConfig {
   float weight_decay = 5e-4f;
   bool nesterov = false;
   bool decay_norm_and_bias = true;
-  std::string schedule = "cosine";
+  Schedule schedule = Schedule::cosine;
   int64_t warmup_steps = 0;
   float label_smoothing = 0.0f;
   double memory_budget_mb = 4096;  // train images above this are streamed from disk
   int workers = 2;                 // loader threads; 0: synchronous; -1: auto (probed)
   int prefetch_factor = 2;         // ready batches per worker
   bool persistent_workers = false;
-  bool augment = true;              // random crop with padding 4 and horizontal flip
-  std::string augment_on = "host";  // host: in the loader's threads; device: after the copy
+  bool augment = true;  // random crop with padding 4 and horizontal flip
+  AugmentOn augment_on = AugmentOn::host;
   uint64_t seed = 0;
   int threads = 0;           // CPU backend threads; 0: all hardware threads
   std::string metrics_path;  // per-epoch JSON lines; empty: none
   std::string checkpoint_dir = "runs/checkpoints";
-  int64_t checkpoint_every = 0;     // steps between checkpoints; 0: none on a schedule
-  double checkpoint_minutes = 0;    // minutes between checkpoints; 0: none on a clock
-  int keep_checkpoints = 3;         // the newest ones kept in checkpoint_dir
-  std::string resume;               // "auto" (newest in checkpoint_dir), a file, or "": start fresh
-  bool resume_force = false;        // resume from another model, data file or world size
-  std::string profile = "summary";  // off, summary (phase times) or trace (and a Chrome trace)
-  std::string trace_dir = "runs/trace";  // --profile trace: trace_rank<R>.json here
-  std::string summary_path;              // the run summary JSON; empty: none
-  double peak_tflops = 0;                // per device, for MFU; 0: by device name
-  double log_interval_s = 5.0;           // seconds between progress lines
+  int64_t checkpoint_every = 0;   // steps between checkpoints; 0: none on a schedule
+  double checkpoint_minutes = 0;  // minutes between checkpoints; 0: none on a clock
+  int keep_checkpoints = 3;       // the newest ones kept in checkpoint_dir
+  ResumeFrom resume = ResumeFrom::none;
+  std::string resume_file;                     // resume == file: the checkpoint
+  bool resume_force = false;                   // resume from another model, data file or world size
+  ProfileMode profile = ProfileMode::summary;  // trace: also a Chrome trace
+  std::string trace_dir = "runs/trace";        // --profile trace: trace_rank<R>.json here
+  std::string summary_path;                    // the run summary JSON; empty: none
+  double peak_tflops = 0;                      // per device, for MFU; 0: by device name
+  double log_interval_s = 5.0;                 // seconds between progress lines
 
   // Throws a ConfigError naming the first setting that is out of range.
   void validate() const;

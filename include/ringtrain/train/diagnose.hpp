@@ -40,9 +40,4 @@ std::string format_diagnosis(const ProbeResults& p, const Verdict& v);
 // Runs the probes on every rank of the world (they are collective), a few seconds each.
 ProbeResults run_probes(const TrainConfig& config);
 
-// --workers auto: the fewest loader threads (1, 2, 4, ... up to the hardware threads) whose
-// loader outruns this rank's compute by 25%, or the fastest count when none does.
-int choose_workers(const TrainConfig& config, const Dataset& data, const World& world,
-                   Backend& backend);
-
 }  // namespace ringtrain

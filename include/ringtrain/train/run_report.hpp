@@ -2,7 +2,8 @@
 #include <chrono>
 #include <fstream>
 
-#include "ringtrain/train/trainer.hpp"
+#include "ringtrain/train/config.hpp"
+#include "ringtrain/train/metrics.hpp"
 
 namespace ringtrain {
 

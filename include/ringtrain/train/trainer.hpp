@@ -1,34 +1,8 @@
 #pragma once
-#include <string>
-#include <vector>
-
-#include "ringtrain/prof/step_profiler.hpp"
 #include "ringtrain/train/config.hpp"
+#include "ringtrain/train/metrics.hpp"
 
 namespace ringtrain {
-
-struct EpochMetrics {
-  int64_t epoch = 0, step = 0;
-  double train_loss = 0, train_accuracy = 0;
-  double test_loss = 0, test_accuracy = 0;
-  double lr = 0, epoch_time_s = 0, images_per_s = 0;
-  PhaseTimes phase_shares{};                     // mean over ranks
-  double gpu_util_mean = -1, gpu_util_min = -1;  // percent, rank 0's GPU; -1: not measured
-};
-
-struct TrainResult {
-  std::vector<double> step_losses;
-  std::vector<EpochMetrics> epochs;
-  int64_t parameters = 0, macs_per_image = 0;
-  double train_time_s = 0, images_per_s = 0, achieved_gflops = 0;
-  int64_t steps = 0;
-  int ranks = 1;
-  PhaseTimes phase_totals{};  // seconds, mean over ranks (zeros with --profile off)
-  double peak_tflops = 0;     // of one device; 0 when unknown
-  std::string device;         // what trained: backend and device name
-  bool stopped = false;       // by SIGTERM or SIGUSR1, after writing a checkpoint
-  std::string checkpoint;     // the last one written; empty: none
-};
 
 // Trains one model in this process on the CPU or CUDA backend: data, model, SGD, schedule,
 // evaluation on the test split after every epoch, and the run's report (RunReport).

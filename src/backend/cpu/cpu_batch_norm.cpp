@@ -118,8 +118,8 @@ void batch_norm_backward_sums(ThreadPool& pool, NormShape s, const T* x, const T
   });
 }
 
-// dgamma, dbeta from this rank's sums; dx = gamma * invstd * (g - mean(g) - xhat * mean(g xhat))
-// with the means over the whole (possibly all-reduced) batch of `count` values.
+// dgamma, dbeta from this rank's sums (added to them); dx = gamma * invstd * (g - mean(g) - xhat *
+// mean(g xhat)) with the means over the whole (possibly all-reduced) batch of `count` values.
 template <class T>
 void batch_norm_backward_from_sums(ThreadPool& pool, NormShape s, const T* x, const T* dy,
                                    const T* gamma, const T* beta, const T* save_mean,
@@ -129,8 +129,8 @@ void batch_norm_backward_from_sums(ThreadPool& pool, NormShape s, const T* x, co
     for (int64_t c = c0; c < c1; ++c) {
       const T m = save_mean[c], is = save_invstd[c];
       const MaskedGradient<T> grad{x, dy, Affine<T>(gamma[c], beta[c], m, is), relu};
-      dbeta[c] = static_cast<T>(local[c]);
-      dgamma[c] = static_cast<T>(local[s.c + c]);
+      dbeta[c] += static_cast<T>(local[c]);
+      dgamma[c] += static_cast<T>(local[s.c + c]);
       const T k = gamma[c] * is;
       const T mean_dy = static_cast<T>(global[c] / count);
       const T mean_dy_xhat = static_cast<T>(global[s.c + c] / count);

@@ -61,8 +61,7 @@ template <class T>
 void linear_backward(int n, int k, int m, const T* x, const T* w, const T* dy, T* dx, T* dw,
                      T* db) {
   if (dx) gemm(false, false, n, k, m, T(1), dy, m, w, k, T(0), dx, k);
-  gemm(true, false, m, k, n, T(1), dy, m, x, k, T(0), dw, k);
-  std::fill(db, db + m, T(0));
+  gemm(true, false, m, k, n, T(1), dy, m, x, k, T(1), dw, k);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < m; ++j) db[j] += dy[int64_t{i} * m + j];
 }

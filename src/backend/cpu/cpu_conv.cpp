@@ -217,9 +217,8 @@ void conv_backward_filter(ThreadPool& pool, const ConvGeometry& g, const T* x, c
          static_cast<int>(ld), col, static_cast<int>(ld), T(1), partial[part].data(),
          static_cast<int>(p.crs));
   });
-  std::copy(partial[0].begin(), partial[0].end(), dw);
-  for (size_t part = 1; part < partial.size(); ++part)
-    for (int64_t i = 0; i < wsize; ++i) dw[i] += partial[part][i];
+  for (const std::vector<T>& sum : partial)
+    for (int64_t i = 0; i < wsize; ++i) dw[i] += sum[i];
 }
 
 // f32 goes through oneDNN's sgemm, which picks its AVX-512/AVX2 kernels from the CPUID feature

@@ -114,8 +114,8 @@ __global__ void affine_kernel(const T* x, T* y, int64_t n, int channels, const f
 template <class G>
 __global__ void norm_param_grads_kernel(const double* local, int channels, G* dgamma, G* dbeta) {
   RT_GRID_STRIDE(c, channels) {
-    dbeta[c] = from_float<G>(static_cast<float>(local[c]));
-    dgamma[c] = from_float<G>(static_cast<float>(local[channels + c]));
+    dbeta[c] = from_float<G>(to_float(dbeta[c]) + static_cast<float>(local[c]));
+    dgamma[c] = from_float<G>(to_float(dgamma[c]) + static_cast<float>(local[channels + c]));
   }
 }
 

@@ -19,12 +19,12 @@ cudaDataType_t cublas_dtype(DType t) {
   }
 }
 
-// C[m,n] = op(A) op(B) in cuBLAS's column-major terms, all operands of one dtype.
+// C[m,n] = op(A) op(B) + beta C in cuBLAS's column-major terms, all operands of one dtype.
 void gemm(cublasHandle_t h, DType t, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n,
-          int k, const void* a, int lda, const void* b, int ldb, void* c, int ldc) {
-  const float one = 1.f, zero = 0.f;
+          int k, const void* a, int lda, const void* b, int ldb, float beta, void* c, int ldc) {
+  const float one = 1.f;
   const cudaDataType_t dt = cublas_dtype(t);
-  RT_CUDA_CHECK(cublasGemmEx(h, op_a, op_b, m, n, k, &one, a, dt, lda, b, dt, ldb, &zero, c, dt,
+  RT_CUDA_CHECK(cublasGemmEx(h, op_a, op_b, m, n, k, &one, a, dt, lda, b, dt, ldb, &beta, c, dt,
                              ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -38,7 +38,7 @@ __global__ void column_sums_kernel(const T* dy, T* db, int rows, int cols) {
   RT_GRID_STRIDE(j, cols) {
     float sum = 0.f;
     for (int i = 0; i < rows; ++i) sum += to_float(dy[int64_t{i} * cols + j]);
-    db[j] = from_float<T>(sum);
+    db[j] = from_float<T>(to_float(db[j]) + sum);
   }
 }
 
@@ -50,7 +50,7 @@ void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor&
   check_shape("linear_forward", "bias", b, {d.m});
   check_shape("linear_forward", "output", y, {d.n, d.m});
   // y^T[m,n] = w[m,k] x^T[k,n]
-  gemm(cublas_, x.dtype(), CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, w.raw(), d.k, x.raw(), d.k,
+  gemm(cublas_, x.dtype(), CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, w.raw(), d.k, x.raw(), d.k, 0.f,
        y.raw(), d.m);
   dispatch_float("linear_forward", y, [&](auto tag) {
     using T = decltype(tag);
@@ -68,13 +68,13 @@ void CudaBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor
   check_shape("linear_backward", "weight gradient", dw, {d.m, d.k});
   check_shape("linear_backward", "bias gradient", db, {d.m});
   if (dx) check_same_shape("linear_backward", x, *dx);
-  // dw^T[k,m] = x^T[k,n] dy[n,m]
+  // dw^T[k,m] += x^T[k,n] dy[n,m]
   gemm(cublas_, x.dtype(), CUBLAS_OP_N, CUBLAS_OP_T, d.k, d.m, d.n, x.raw(), d.k, dy.raw(), d.m,
-       dw.raw(), d.k);
+       1.f, dw.raw(), d.k);
   // dx^T[k,n] = w^T[k,m] dy^T[m,n]
   if (dx)
     gemm(cublas_, x.dtype(), CUBLAS_OP_N, CUBLAS_OP_N, d.k, d.n, d.m, w.raw(), d.k, dy.raw(), d.m,
-         dx->raw(), d.k);
+         0.f, dx->raw(), d.k);
   dispatch_float("linear_backward", dy, [&](auto tag) {
     using T = decltype(tag);
     column_sums_kernel<<<blocks_for(d.m), kThreads, 0, compute_>>>(

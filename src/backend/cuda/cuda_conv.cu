@@ -67,7 +67,9 @@ std::vector<ConvCandidate> candidates(const Perf* perf, int count, DType dtype) 
   return out;
 }
 
-constexpr float kOne = 1.f, kZero = 0.f;  // alpha and beta: overwrite the output
+// alpha and beta: kZero overwrites the output (data gradients, activations), kOne adds to it
+// (weight gradients accumulate, see Ops::conv_backward_filter).
+constexpr float kOne = 1.f, kZero = 0.f;
 
 }  // namespace
 
@@ -144,7 +146,7 @@ void CudaBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, c
   const ConvChoice c = prepare_conv(ConvPass::backward_filter, g, x, dw, dy, d);
   RT_CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, d.x, x.raw(), d.y, dy.raw(), d.conv,
                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
-                                               workspace(c.workspace), c.workspace, &kZero, d.w,
+                                               workspace(c.workspace), c.workspace, &kOne, d.w,
                                                dw.raw()));
 }
 

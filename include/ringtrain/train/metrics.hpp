@@ -1,0 +1,48 @@
+#pragma once
+// What a run measures: per epoch (train loss and accuracy, test loss and accuracy, throughput,
+// where the time went) and for the whole run.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ringtrain/prof/step_profiler.hpp"
+
+namespace ringtrain {
+
+struct EpochMetrics {
+  int64_t epoch = 0, step = 0;
+  double train_loss = 0, train_accuracy = 0;
+  double test_loss = 0, test_accuracy = 0;
+  double lr = 0, epoch_time_s = 0, images_per_s = 0;
+  PhaseTimes phase_shares{};                     // mean over ranks
+  double gpu_util_mean = -1, gpu_util_min = -1;  // percent, rank 0's GPU; -1: not measured
+};
+
+struct TrainResult {
+  std::vector<double> step_losses;
+  std::vector<EpochMetrics> epochs;
+  int64_t parameters = 0, macs_per_image = 0;
+  double train_time_s = 0, images_per_s = 0, achieved_gflops = 0;
+  int64_t steps = 0;
+  int ranks = 1;
+  PhaseTimes phase_totals{};  // seconds, mean over ranks (zeros with --profile off)
+  double peak_tflops = 0;     // of one device; 0 when unknown
+  std::string device;         // what trained: backend and device name
+  bool stopped = false;       // by SIGTERM or SIGUSR1, after writing a checkpoint
+  std::string checkpoint;     // the last one written; empty: none
+};
+
+// One rank's sums over an epoch's steps, reduced over the ranks when the epoch ends: mean step
+// loss, correct predictions, images, and the seconds of each profiler phase.
+struct EpochTally {
+  double loss = 0, correct = 0, images = 0;
+  PhaseTimes phases{};
+  int64_t steps = 0;
+};
+
+// Sums over this rank's share of the test split; reduced over the ranks by the caller.
+struct EvalSums {
+  double loss = 0, correct = 0, count = 0;
+};
+
+}  // namespace ringtrain
