@@ -161,6 +161,9 @@ void write_tensor(hid_t group, const std::string& name, const Tensor& host) {
   hdf5_check(ds.get(), what + ": H5Dcreate2");
   hdf5_check(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host.raw()),
              what + ": H5Dwrite");
+  // Note: HDF5 reads back a flipped bit or a zeroed block without complaint (its checksum filter
+  // needs chunked datasets), so every tensor carries the XXH64 of its bytes and the meta its
+  // own: a checkpoint is used only when all match, and --resume auto skips one that does not.
   write_number(ds.get(), "xxh64", xxh64(host.raw(), host.nbytes()));
   ds.close(what + ": H5Dclose");
 }
@@ -310,6 +313,9 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
                       const Tensor& momentum, const CheckpointMeta& meta) {
+  // Note: the file is built in memory, then written to PATH.tmp, fsynced and renamed: a crash or
+  // a full disk leaves the older checkpoints and at most a .tmp (removed at the next start),
+  // never a torn file under a checkpoint's name that --resume auto would have to tell apart.
   write_hdf5_atomically(path, [&](hid_t file) {
     for (const Section& s : sections(params, momentum)) {
       Handle group(H5Gcreate2(file, s.group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
