@@ -30,6 +30,8 @@ void* BlockCache::allocate(std::size_t bytes) {
   }
   void* block = raw_alloc_(size);
   if (!block) {
+    // Note: the cached blocks have the wrong sizes for this request but hold memory the driver
+    // could give it: all of them go back before the one retry.
     const std::size_t cached = cached_;
     empty_locked();
     block = raw_alloc_(size);
@@ -41,6 +43,11 @@ void* BlockCache::allocate(std::size_t bytes) {
   return block;
 }
 
+// Note: a released block goes back into its bin at once, although kernels already queued may
+// still use it: the CUDA backend queues its work on one compute stream, so the block's next
+// user is queued behind them (the bet PyTorch's caching allocator makes per stream). Bins hold
+// exact rounded sizes, with no splitting: a training step repeats its sizes, so the bins fill
+// in the first step and match from then on.
 void BlockCache::release(void* block, std::size_t bytes) {
   const std::size_t size = round(bytes);
   std::lock_guard<std::mutex> lock(mutex_);

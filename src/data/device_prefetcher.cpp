@@ -27,6 +27,8 @@ Tensor DevicePrefetcher::landing(Tensor& storage, const Shape& shape, DType dtyp
   return storage.slice(0, shape).with_layout(layout);
 }
 
+// Note: the device slot written here was read by the compute of batch k-1, which may still be
+// queued: copy_to_device_async makes the copy stream wait for the compute issued so far.
 void DevicePrefetcher::issue_copy() {
   const HostBatch* host = source_.next();
   Slot& s = slots_[current_];
@@ -60,6 +62,9 @@ void DevicePrefetcher::skip(int64_t n) {
   profiler_ = profiler;
 }
 
+// Note: the order is what makes the loader's ring safe: batch k's copy is waited for first, and
+// only then is the loader asked for batch k+1, which gives batch k's host slot back to its
+// worker. Batch k+1's copy then lands in the other device slot while batch k computes.
 const DeviceBatch* DevicePrefetcher::next() {
   Slot& ready = slots_[current_];
   if (!ready.in_flight) return nullptr;

@@ -29,6 +29,10 @@ Loader::~Loader() {
   stop_workers();
 }
 
+// Note: slots are allocated once per run from Backend::host_buffer (pinned on CUDA) and reused
+// for every batch: only from pinned memory does cudaMemcpyAsync run asynchronously (from
+// pageable memory it stages through a driver buffer and blocks the host), and pinning is too
+// slow to do per batch.
 Loader::Slot Loader::make_slot(Backend& backend) const {
   const int b = config_.batch_size;
   Slot s;
@@ -161,6 +165,10 @@ void Loader::run_worker(int w) {
 
 const HostBatch* Loader::next() {
   RT_CHECK(plan_.order, "loader: next() before start_epoch()");
+  // Note: the slot handed out last is given back to its worker only now, at the next call: the
+  // caller may still be copying out of it (the prefetcher's asynchronous copy reads the pinned
+  // slot until wait_for_copies), and a worker refilling it sooner would send the device half
+  // of one batch and half of the next.
   if (held_worker_) {
     {
       std::lock_guard<std::mutex> lock(held_worker_->mutex);

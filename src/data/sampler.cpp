@@ -45,6 +45,11 @@ std::vector<int64_t> DistributedSampler::indices() const {
       std::swap(order[i], order[j]);
     }
   }
+  // Note: rank r takes positions r, r + world, r + 2 world, ... (strided, not a block): after k
+  // samples on every rank, the ranks together have consumed exactly the first k x world of the
+  // permutation, which lets a checkpoint resume under another world size or batch
+  // (resume_position). With ShardTail::pad the last ranks wrap around (% size_) to the first
+  // samples, so every rank runs the same number of steps and enters the same collectives.
   std::vector<int64_t> mine;
   mine.reserve(static_cast<size_t>(per_rank_));
   for (int64_t k = 0; k < per_rank_; ++k) mine.push_back(order[(k * world_ + rank_) % size_]);

@@ -42,6 +42,9 @@ int64_t StreamingLoader::window_size(int64_t w) const {
   return std::min(window_images_, meta_.count - w * window_images_);
 }
 
+// Note: every rank draws the same window order (one permutation from the shared seed) and the
+// same whole number of batches from each window, each from its own shard of it: so all ranks
+// enter the same collectives, window after window, without exchanging counts.
 int64_t StreamingLoader::batches_in_window(int64_t w) const {
   return window_size(w) / world_ / config_.batch_size;
 }
@@ -70,6 +73,10 @@ void StreamingLoader::start_epoch(int64_t epoch) {
 }
 
 // Replaces the current window by the next one of the epoch that yields a batch.
+// Note: the previous window's Loader and its pinned slots go only here, called from next(), so
+// after the copy of the window's last batch (see DevicePrefetcher::next). The window's buffer
+// is reused, not doubled, to stay within --memory-budget-mb: reading the next window stalls
+// training once per window (no read-ahead).
 bool StreamingLoader::open_next_window() {
   loader_.reset();
   writer_.reset();

@@ -72,6 +72,10 @@ MpiCommunicator::~MpiCommunicator() {
   MPI_Win_free(&arrivals_);
 }
 
+// Note: the count is published before the collective is issued, by a plain store into this
+// rank's own window memory made visible with MPI_Win_sync (the window stays locked for the
+// communicator's life): no peer takes part, so it costs no communication, and a peer that times
+// out reads how far this rank got.
 int64_t MpiCommunicator::enter_collective() {
   if (arrivals_ == MPI_WIN_NULL) return entered_++;
   *published_ = ++entered_;
@@ -122,6 +126,9 @@ std::string MpiCommunicator::timeout_message(const std::string& what, int64_t co
                  missing_ranks(collective), "; a peer rank is lost or stuck (--comm-timeout)");
 }
 
+// Note: MPI_Wait would block forever on a lost peer; polling with MPI_Test bounds the wait. The
+// first 1000 polls spin without looking at the clock: most collectives end within microseconds,
+// and a sleep from the start would add its 50 us to every one of them.
 void MpiCommunicator::complete(MPI_Request& request, const std::string& what, int64_t collective) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_s);
@@ -181,6 +188,10 @@ CommHandle MpiCommunicator::all_reduce_async(Tensor& buffer, int64_t offset, int
   return h;
 }
 
+// Note: Open MPI advances a non-blocking collective only inside MPI calls of this rank (it has
+// no progress thread by default). DDP calls this after every gradient of the backward, so the
+// buckets launched early are reduced while later layers compute; without it every all-reduce
+// would run in wait(), after backward.
 void MpiCommunicator::progress() {
   for (auto& [handle, p] : pending_) {
     if (p.done) continue;

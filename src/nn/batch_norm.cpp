@@ -30,7 +30,10 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
     return;
   }
   if (!save_mean_.defined()) {
-    // Per-channel statistics stay in the parameters' dtype (f32 under mixed precision).
+    // Note: unlike the convolutions, batch norm reads the f32 master gamma and beta (param, not
+    // weight) and keeps its statistics in f32 under mixed precision: they are per channel, so
+    // f32 costs nothing, while a bf16 gamma (8 significant bits) would round every channel's
+    // scale.
     const DType stats = params_->param(weight_).dtype();
     save_mean_ = backend.zeros({channels_}, stats);
     save_invstd_ = backend.zeros({channels_}, stats);
@@ -38,6 +41,10 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
     grad_sums_ = backend.zeros({2 * channels_}, DType::f64);
     global_grad_sums_ = backend.zeros({2 * channels_}, DType::f64);
   }
+  // Note: SyncBatchNorm normalises with the global batch's statistics, so the forward is split
+  // where the other ranks are needed: per-channel sums of x and x^2 and the count go into one
+  // f64 vector (one all-reduce per layer), and every rank normalises from the global sums. f64
+  // because the variance, E[x^2] - E[x]^2, cancels badly in f32 over a large batch.
   backend.batch_norm_sums(x, sums_);
   if (sync_) sync_->wait(sync_->all_reduce_async(sums_, 0, sums_.numel(), ReduceOp::sum));
   count_ = static_cast<double>(x.numel() / channels_) * (sync_ ? sync_->size() : 1);
@@ -46,8 +53,10 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
                                        var);
 }
 
-// With SyncBatchNorm dx needs the gradient sums of every rank; dgamma and dbeta stay this rank's
-// (DDP averages them with the other gradients).
+// Note: with SyncBatchNorm, dx needs the gradient sums of every rank (the global mean and
+// variance depend on every rank's x), while dgamma and dbeta are this rank's sums: DDP averages
+// them like any other gradient, and summing them here as well would count the other ranks
+// twice. Hence the copy: the all-reduce is in place and the local sums are still needed.
 void BatchNorm2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx) {
   RT_CHECK(save_mean_.defined(), "BatchNorm2d::backward: no training forward before backward");
   const Tensor gamma = params_->param(weight_), beta = params_->param(bias_);

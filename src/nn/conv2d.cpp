@@ -49,6 +49,9 @@ void Conv2d::init(Backend& backend, std::mt19937_64& rng) const {
   init_normal(backend, params_->param(weight_), std::sqrt(2.0 / fan_out), rng);
 }
 
+// Note: init writes the f32 master weights (param); the passes read the compute-dtype copy
+// (weight), the same tensor without mixed precision. Whoever changes the master weights
+// refreshes the copy (ParameterSet::refresh_weights): init, the optimizer, broadcast, loading.
 void Conv2d::forward(Backend& backend, const Tensor& x, Tensor& y) const {
   backend.conv_forward(geometry(x.shape()), x, params_->weight(weight_), y);
 }
@@ -57,6 +60,8 @@ void Conv2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tenso
   const ConvGeometry g = geometry(x.shape());
   Tensor dw = params_->grad(weight_);
   backend.conv_backward_filter(g, x, dy, dw);
+  // Note: announced before dx is computed, so that DDP can start the all-reduce of a bucket
+  // this weight completes while the data gradient is still being computed.
   params_->gradient_written(weight_);
   if (dx) backend.conv_backward_data(g, dy, params_->weight(weight_), *dx);
 }

@@ -100,8 +100,11 @@ void ResidualBlock::forward(Backend& backend, const Tensor& x, bool training) {
   backend.add_relu(main_.back().out(), shortcut_ ? shortcut_->out() : x, out_);
 }
 
-// The shortcut's parameters were registered last, so its gradients are written first: the
-// gradient buffer fills from its end to its start.
+// Note: gradients are written, and announced with gradient_written, in exactly the reverse of
+// the order the parameters were registered in: DDP's buckets are ranges of the flat buffer
+// taken from its end and launched the moment their last gradient is in. The shortcut was
+// registered after the main branch, so it goes first. A unit out of order stays correct but
+// holds its bucket back to the end of backward, losing the overlap.
 void ResidualBlock::backward(Backend& backend, const Tensor& x, Tensor* dx) {
   // The gradient at the sum goes unchanged into both branches.
   backend.relu_backward(out_, d_out_, d_out_);

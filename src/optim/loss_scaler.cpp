@@ -20,6 +20,11 @@ void LossScaler::restore(double scale, int clean_steps) {
   clean_steps_ = clean_steps;
 }
 
+// Note: the finite check runs on the all-reduced gradients, where an inf or NaN of any rank
+// reaches every rank, so all ranks skip or take the same steps and the scale stays the same
+// everywhere without communication of its own. A skipped step still counts as a step (the
+// schedule and the data move on), as in PyTorch's GradScaler; the first steps of an fp16 run
+// are often skipped while the scale falls from 65536 to what the gradients allow.
 bool LossScaler::update(bool gradients_finite) {
   if (!enabled_) return true;
   if (!gradients_finite) {

@@ -13,6 +13,10 @@ Sgd::Sgd(ParameterSet& params, Backend& backend, const SgdConfig& config)
   RT_CHECK(!config.nesterov || config.momentum > 0, "Sgd: Nesterov needs a positive momentum");
 }
 
+// Note: the update adds to the f32 master weights, because lr x gradient is often below the
+// resolution of a bf16 or fp16 weight and would be lost there; the ops then read a fresh
+// compute-dtype copy. The loss scale is divided out inside the update (grad_scale) rather than
+// in a pass over the gradients first: one read of the gradient buffer instead of two.
 void Sgd::step(float lr, float grad_scale) {
   const SgdHyper h{lr, config_.momentum, config_.weight_decay, config_.nesterov, grad_scale};
   backend_.sgd_step(h, runs_, params_.flat_params(), params_.flat_grads(), momentum_);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "ringtrain/core/hash.hpp"
 #include "ringtrain/core/hdf5_file.hpp"
@@ -21,18 +22,20 @@ using Handle = Hdf5Handle;
 constexpr int64_t kFormat = 2;
 const char* const kGroups[] = {"params", "momentum", "buffers"};
 
-// The checkpoint's groups and, for each, the tensor of a parameter or buffer.
+// The checkpoint's groups and, for each, what its tensors are called in errors and the tensor
+// of a parameter or buffer.
 struct Section {
   const char* group;
+  const char* noun;
   const std::vector<ParamInfo>* infos;
   Tensor flat;
 };
 
 std::vector<Section> sections(const ParameterSet& params, const Tensor& momentum) {
   ParameterSet& p = const_cast<ParameterSet&>(params);
-  return {{kGroups[0], &params.param_infos(), p.flat_params()},
-          {kGroups[1], &params.param_infos(), momentum},
-          {kGroups[2], &params.buffer_infos(), p.flat_buffers()}};
+  return {{kGroups[0], "parameter", &params.param_infos(), p.flat_params()},
+          {kGroups[1], "momentum of parameter", &params.param_infos(), momentum},
+          {kGroups[2], "buffer", &params.buffer_infos(), p.flat_buffers()}};
 }
 
 void write_attr(hid_t object, const char* name, hid_t type, const void* value) {
@@ -158,21 +161,24 @@ void write_tensor(hid_t group, const std::string& name, const Tensor& host) {
   hdf5_check(ds.get(), what + ": H5Dcreate2");
   hdf5_check(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host.raw()),
              what + ": H5Dwrite");
+  // Note: HDF5 reads back a flipped bit or a zeroed block without complaint (its checksum filter
+  // needs chunked datasets), so every tensor carries the XXH64 of its bytes and the meta its
+  // own: a checkpoint is used only when all match, and --resume auto skips one that does not.
   write_number(ds.get(), "xxh64", xxh64(host.raw(), host.nbytes()));
   ds.close(what + ": H5Dclose");
 }
 
-// Reads dataset `name` (`numel` values, or any number when numel < 0) into `values` and checks
-// it against its checksum.
-void read_verified(hid_t file, const std::string& path, const std::string& name, int64_t numel,
+// Reads dataset `name` into `values` and checks it against its checksum.
+void read_verified(hid_t file, const std::string& path, const std::string& name,
                    std::vector<float>& values) {
   Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
   RT_CHECK(ds.ok(), "checkpoint: ", path, ": dataset ", name, " missing");
   Handle space(H5Dget_space(ds.get()), H5Sclose);
+  hdf5_check(space.get(), str_cat("checkpoint: ", path, ": dataset ", name, ": H5Dget_space"));
   const int64_t n = H5Sget_simple_extent_npoints(space.get());
-  RT_CHECK(numel < 0 || n == numel, "checkpoint: ", path, ": dataset ", name, " has ", n,
-           " values, expected ", numel);
-  values.resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  RT_CHECK(n >= 0, "checkpoint: ", path, ": dataset ", name,
+           ": H5Sget_simple_extent_npoints: ", hdf5_error_text());
+  values.resize(static_cast<size_t>(n));
   RT_CHECK(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
            "checkpoint: ", path, ": dataset ", name, " unreadable (truncated?)");
   const auto stored =
@@ -196,18 +202,85 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* names) {
   return 0;
 }
 
+// The datasets of one of a checkpoint's groups, by name.
+std::vector<std::string> group_names(hid_t file, const std::string& path, const char* group) {
+  std::vector<std::string> names;
+  Handle g(H5Gopen2(file, group, H5P_DEFAULT), H5Gclose);
+  hdf5_check(g.get(), str_cat("checkpoint: ", path, ": group /", group));
+  hdf5_check(H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names),
+             str_cat("checkpoint: ", path, ": listing /", group));
+  return names;
+}
+
 // The datasets of a checkpoint's groups, as /GROUP/NAME.
 std::vector<std::string> dataset_names(hid_t file, const std::string& path) {
   std::vector<std::string> all;
-  for (const char* group : kGroups) {
-    std::vector<std::string> names;
-    Handle g(H5Gopen2(file, group, H5P_DEFAULT), H5Gclose);
-    hdf5_check(g.get(), str_cat("checkpoint: ", path, ": group /", group));
-    hdf5_check(H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names),
-               str_cat("checkpoint: ", path, ": listing /", group));
-    for (const std::string& name : names) all.push_back(str_cat("/", group, "/", name));
-  }
+  for (const char* group : kGroups)
+    for (const std::string& name : group_names(file, path, group))
+      all.push_back(str_cat("/", group, "/", name));
   return all;
+}
+
+// The shape of dataset `name` (/GROUP/NAME); throws unless its values are 32-bit floats.
+Shape stored_shape(hid_t file, const std::string& path, const std::string& name) {
+  const std::string what = str_cat("checkpoint ", path, ": dataset ", name);
+  Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  hdf5_check(ds.get(), what + ": H5Dopen2");
+  Handle type(H5Dget_type(ds.get()), H5Tclose);
+  hdf5_check(type.get(), what + ": H5Dget_type");
+  const H5T_class_t kind = H5Tget_class(type.get());
+  const size_t bytes = H5Tget_size(type.get());
+  RT_CHECK(kind == H5T_FLOAT && bytes == sizeof(float), what, " holds ",
+           kind == H5T_FLOAT     ? str_cat(8 * bytes, "-bit floats")
+           : kind == H5T_INTEGER ? str_cat(8 * bytes, "-bit integers")
+                                 : std::string("values that are not numbers"),
+           ", where ringtrain writes 32-bit floats: the file was not written by ringtrain, start ",
+           "fresh without --resume");
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  hdf5_check(space.get(), what + ": H5Dget_space");
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  hdf5_check(rank, what + ": H5Sget_simple_extent_ndims");
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  hdf5_check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr),
+             what + ": H5Sget_simple_extent_dims");
+  return Shape(dims.begin(), dims.end());
+}
+
+// The first tensor of a section whose shape in the checkpoint (holding datasets `names`)
+// differs from the model's, in the model's order and then the checkpoint's extra ones, as
+// "NOUN NAME is SHAPE in the checkpoint, SHAPE in this model"; "" when they all fit.
+std::string first_misfit(hid_t file, const std::string& path, const Section& s,
+                         const std::vector<std::string>& names) {
+  std::set<std::string> extra(names.begin(), names.end());
+  for (const ParamInfo& info : *s.infos) {
+    const std::string what = str_cat(s.noun, " ", info.name);
+    const std::string model = str_cat(shape_str(info.shape), " in this model");
+    if (extra.erase(info.name) == 0) return str_cat(what, " is not in the checkpoint, ", model);
+    const Shape saved = stored_shape(file, path, str_cat("/", s.group, "/", info.name));
+    if (saved != info.shape)
+      return str_cat(what, " is ", shape_str(saved), " in the checkpoint, ", model);
+  }
+  if (extra.empty()) return "";
+  const std::string& name = *extra.begin();
+  return str_cat(s.noun, " ", name, " is ",
+                 shape_str(stored_shape(file, path, str_cat("/", s.group, "/", name))),
+                 " in the checkpoint, not in this model");
+}
+
+// Throws, naming the first tensor that does not fit, both its shapes and the model the
+// checkpoint holds, unless the checkpoint holds the model's tensors with the model's shapes.
+void check_fits(hid_t file, const std::string& path, const std::vector<Section>& sections) {
+  for (const Section& s : sections) {
+    const std::vector<std::string> names = group_names(file, path, s.group);
+    const std::string misfit = first_misfit(file, path, s, names);
+    if (misfit.empty()) continue;
+    throw Error(str_cat("checkpoint ", path, " does not fit this model: ", misfit,
+                        " (the checkpoint's /", s.group, " holds ", names.size(),
+                        " tensors, this model has ", s.infos->size(),
+                        "); the checkpoint was written by a run of ", read_meta(file, path).model,
+                        ": run with the same --depth, --width and --stem, on data with as many ",
+                        "channels and classes, or start fresh without --resume"));
+  }
 }
 
 // Whether `name` is ckpt-stepNNNNNNNN (8 digits) followed by `suffix`; the step in `step`.
@@ -240,6 +313,9 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
                       const Tensor& momentum, const CheckpointMeta& meta) {
+  // Note: the file is built in memory, then written to PATH.tmp, fsynced and renamed: a crash or
+  // a full disk leaves the older checkpoints and at most a .tmp (removed at the next start),
+  // never a torn file under a checkpoint's name that --resume auto would have to tell apart.
   write_hdf5_atomically(path, [&](hid_t file) {
     for (const Section& s : sections(params, momentum)) {
       Handle group(H5Gcreate2(file, s.group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
@@ -265,7 +341,7 @@ CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets) {
   CheckpointMeta meta = read_meta(file.get(), path);
   std::vector<float> values;
   const std::vector<std::string> names = dataset_names(file.get(), path);
-  for (const std::string& name : names) read_verified(file.get(), path, name, -1, values);
+  for (const std::string& name : names) read_verified(file.get(), path, name, values);
   if (datasets) *datasets = static_cast<int64_t>(names.size());
   return meta;
 }
@@ -273,11 +349,12 @@ CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets) {
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
                      Tensor& momentum) {
   Handle file = open_checkpoint(path);
+  const std::vector<Section> all = sections(params, momentum);
+  check_fits(file.get(), path, all);
   std::vector<float> values;
-  for (const Section& s : sections(params, momentum)) {
+  for (const Section& s : all) {
     for (const ParamInfo& info : *s.infos) {
-      const std::string name = str_cat("/", s.group, "/", info.name);
-      read_verified(file.get(), path, name, shape_numel(info.shape), values);
+      read_verified(file.get(), path, str_cat("/", s.group, "/", info.name), values);
       Tensor host = Tensor::zeros(info.shape, DType::f32);
       std::copy(values.begin(), values.end(), static_cast<float*>(host.raw()));
       Tensor dst = s.flat.slice(info.offset, info.shape);

@@ -1,6 +1,8 @@
 // Checkpoint integrity and resume arithmetic: the XXH64 checksum, the data fingerprint, the
-// epoch position under another batch recipe, and the sampler property that position rests on.
+// epoch position under another batch recipe, the sampler property that position rests on, and
+// the errors for a checkpoint of another model.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <algorithm>
 #include <chrono>
@@ -8,11 +10,14 @@
 #include <set>
 #include <string>
 
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/core/hash.hpp"
 #include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/train/checkpoint.hpp"
 #include "ringtrain/train/resume_position.hpp"
 #include "test_util.hpp"
 
@@ -152,6 +157,115 @@ TEST(DistributedSampler, AfterKBatchesTheRanksHaveConsumedAPrefixOfOnePermutatio
         ASSERT_EQ(seen, prefix) << "world " << world << ", batch " << b << ", k " << k;
       }
     }
+}
+
+ResNetConfig small_resnet(int depth, double width, int classes) {
+  ResNetConfig c;
+  c.depth = depth;
+  c.width = width;
+  c.classes = classes;
+  return c;
+}
+
+// Writes a checkpoint of a ResNet built as `saved` to `path`.
+void write_model_checkpoint(const ResNetConfig& saved, const std::string& path) {
+  CpuBackend backend(1);
+  ResNet written(saved, backend, DType::f32, 1);
+  ParameterSet& p = written.parameters();
+  CheckpointMeta meta;
+  meta.model = str_cat("resnet", saved.depth, " ", saved.stem, " stem, width ", saved.width, ", ",
+                       saved.in_channels, " input channels, ", saved.classes, " classes");
+  write_checkpoint(path, backend, p, backend.zeros(p.flat_params().shape(), DType::f32), meta);
+}
+
+// The error of loading the checkpoint at `path` into a ResNet built as `now` ("" when none).
+std::string load_error(const std::string& path, const ResNetConfig& now) {
+  CpuBackend backend(1);
+  ResNet loaded(now, backend, DType::f32, 2);
+  Tensor momentum = backend.zeros(loaded.parameters().flat_params().shape(), DType::f32);
+  try {
+    load_checkpoint(path, backend, loaded.parameters(), momentum);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The error of loading a checkpoint of a ResNet built as `saved` into one built as `now`.
+std::string load_error(const ResNetConfig& saved, const ResNetConfig& now) {
+  const std::string path = temp_path("mismatch.h5");
+  write_model_checkpoint(saved, path);
+  return load_error(path, now);
+}
+
+// The error names `parameter`, the checkpoint's and the model's shape of it (in that order),
+// the model the checkpoint holds and the remedy.
+void expect_names(const std::string& error, const std::string& parameter,
+                  const std::string& checkpoint_shape, const std::string& model_shape,
+                  const std::string& checkpoint_model) {
+  EXPECT_NE(error.find(parameter), std::string::npos) << error;
+  const size_t saved = error.find(checkpoint_shape), now = error.find(model_shape);
+  EXPECT_NE(saved, std::string::npos) << error;
+  EXPECT_NE(now, std::string::npos) << error;
+  EXPECT_LT(saved, now) << error;
+  EXPECT_NE(error.find(checkpoint_model), std::string::npos) << error;
+  EXPECT_NE(error.find("--depth"), std::string::npos) << error;
+  EXPECT_NE(error.find("--width"), std::string::npos) << error;
+  EXPECT_NE(error.find("without --resume"), std::string::npos) << error;
+}
+
+TEST(CheckpointOfAnotherModel, AnotherWidthNamesTheFirstParameterAndBothShapes) {
+  const std::string e = load_error(small_resnet(18, 0.125, 10), small_resnet(18, 0.25, 10));
+  expect_names(e, "parameter stem.conv.weight", "[8,3,3,3]", "[16,3,3,3]", "width 0.125");
+}
+
+TEST(CheckpointOfAnotherModel, AnotherDepthNamesTheFirstParameterAndBothShapes) {
+  // resnet50's first block starts with a 1x1 convolution, resnet18's with a 3x3 one.
+  const std::string e = load_error(small_resnet(18, 0.125, 10), small_resnet(50, 0.125, 10));
+  expect_names(e, "parameter layer1.0.1.conv.weight", "[8,8,3,3]", "[8,8,1,1]", "resnet18");
+}
+
+TEST(CheckpointOfAnotherModel, AShallowerCheckpointNamesTheFirstParameterItLacks) {
+  // resnet34 has a third block in the first stage, resnet18 has two.
+  const std::string e = load_error(small_resnet(18, 0.125, 10), small_resnet(34, 0.125, 10));
+  expect_names(e, "parameter layer1.2.1.conv.weight", "not in the checkpoint", "[8,8,3,3]",
+               "resnet18");
+}
+
+TEST(CheckpointOfAnotherModel, ADeeperCheckpointNamesAParameterTheModelLacks) {
+  // Every parameter of resnet18 is in a resnet34 checkpoint, with its shape: the extra blocks
+  // are what differs.
+  const std::string e = load_error(small_resnet(34, 0.125, 10), small_resnet(18, 0.125, 10));
+  expect_names(e, "parameter layer1.2.1.bn.bias", "[8]", "not in this model", "resnet34");
+}
+
+TEST(CheckpointOfAnotherModel, OtherClassesNameTheClassifierAndBothShapes) {
+  const std::string e = load_error(small_resnet(18, 0.125, 10), small_resnet(18, 0.125, 100));
+  expect_names(e, "parameter fc.weight", "[10,64]", "[100,64]", "10 classes");
+}
+
+TEST(CheckpointOfAnotherModel, ATensorStoredAsDoublesIsNamed) {
+  const std::string path = temp_path("doubles.h5");
+  write_model_checkpoint(small_resnet(18, 0.125, 10), path);
+  // fc.bias rewritten as 64-bit floats, with its shape: reading would convert it silently.
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  ASSERT_GE(H5Ldelete(file, "/params/fc.bias", H5P_DEFAULT), 0);
+  const hsize_t n = 10;
+  const hid_t space = H5Screate_simple(1, &n, nullptr);
+  const hid_t ds = H5Dcreate2(file, "/params/fc.bias", H5T_IEEE_F64LE, space, H5P_DEFAULT,
+                              H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(ds, 0);
+  ASSERT_GE(H5Dclose(ds), 0);
+  ASSERT_GE(H5Sclose(space), 0);
+  ASSERT_GE(H5Fclose(file), 0);
+  const std::string e = load_error(path, small_resnet(18, 0.125, 10));
+  EXPECT_NE(e.find("dataset /params/fc.bias holds 64-bit floats"), std::string::npos) << e;
+  EXPECT_NE(e.find("without --resume"), std::string::npos) << e;
+}
+
+TEST(CheckpointOfAnotherModel, TheSameModelLoads) {
+  EXPECT_EQ(load_error(small_resnet(18, 0.125, 10), small_resnet(18, 0.125, 10)), "");
 }
 
 }  // namespace
