@@ -173,8 +173,9 @@ void write_model_checkpoint(const ResNetConfig& saved, const std::string& path) 
   ResNet written(saved, backend, DType::f32, 1);
   ParameterSet& p = written.parameters();
   CheckpointMeta meta;
-  meta.model = str_cat("resnet", saved.depth, " ", saved.stem, " stem, width ", saved.width, ", ",
-                       saved.in_channels, " input channels, ", saved.classes, " classes");
+  meta.model =
+      str_cat("resnet", saved.depth, " ", to_string(saved.stem), " stem, width ", saved.width, ", ",
+              saved.in_channels, " input channels, ", saved.classes, " classes");
   write_checkpoint(path, backend, p, backend.zeros(p.flat_params().shape(), DType::f32), meta);
 }
 
