@@ -1,6 +1,7 @@
+// What the CUDA backend provides, for a ringtrain built without it: no devices, and errors that
+// say so.
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
-#include "ringtrain/dist/nccl_communicator.hpp"
 
 namespace ringtrain {
 
@@ -19,10 +20,6 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaOptions&) {
 
 void* compute_stream(Backend& backend) {
   throw Error(str_cat("compute_stream(", backend.name(), "): built without the CUDA backend"));
-}
-
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, Backend&, const CommOptions&) {
-  throw Error("the NCCL communicator is not built into this ringtrain (no CUDA backend)");
 }
 
 }  // namespace ringtrain
