@@ -18,8 +18,8 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaOptions&) {
       "the CUDA backend is not built into this ringtrain (configure with RINGTRAIN_CUDA=ON)");
 }
 
-void* compute_stream(Backend& backend) {
-  throw Error(str_cat("compute_stream(", backend.name(), "): built without the CUDA backend"));
+void* compute_stream(Device& device) {
+  throw Error(str_cat("compute_stream(", device.name(), "): built without the CUDA backend"));
 }
 
 }  // namespace ringtrain

@@ -3,7 +3,7 @@
 
 namespace ringtrain {
 
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, Backend&, const CommOptions&) {
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, Device&, const CommOptions&) {
   throw Error("the NCCL communicator is not built into this ringtrain (no CUDA backend)");
 }
 

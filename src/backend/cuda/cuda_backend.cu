@@ -253,7 +253,8 @@ void CudaBackend::wait_for_copies() {
 }
 
 void CudaBackend::check_on_device(const char* op, const Tensor& t) const {
-  RT_CHECK(t.device() == device_id(), op, ": tensor ", t.describe(), " is not on ", device_id().str());
+  RT_CHECK(t.device() == device_id(), op, ": tensor ", t.describe(), " is not on ",
+           device_id().str());
 }
 
 template <class T>
@@ -277,9 +278,9 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
   return std::make_unique<cuda::CudaBackend>(options);
 }
 
-void* compute_stream(Backend& backend) {
-  auto* cuda = dynamic_cast<cuda::CudaBackend*>(&backend);
-  RT_CHECK(cuda, "compute_stream: backend ", backend.name(), " is not a CUDA backend");
+void* compute_stream(Device& device) {
+  auto* cuda = dynamic_cast<cuda::CudaBackend*>(&device);
+  RT_CHECK(cuda, "compute_stream: backend ", device.name(), " is not a CUDA backend");
   return cuda->stream();
 }
 
