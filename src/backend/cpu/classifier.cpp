@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "cpu_kernels.hpp"
+#include "kernels.hpp"
 
 namespace ringtrain::cpu {
 

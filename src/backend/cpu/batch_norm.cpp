@@ -3,7 +3,7 @@
 // channel loses no precision.
 #include <cmath>
 
-#include "cpu_kernels.hpp"
+#include "kernels.hpp"
 
 namespace ringtrain::cpu {
 namespace {

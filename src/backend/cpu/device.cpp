@@ -8,7 +8,7 @@
 #include <initializer_list>
 #include <thread>
 
-#include "cpu_kernels.hpp"
+#include "kernels.hpp"
 #include "ringtrain/backend/cpu/augment_kernel.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 #include "ringtrain/core/layout.hpp"

@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include "cpu_kernels.hpp"
+#include "kernels.hpp"
 #include "ringtrain/core/error.hpp"
 
 namespace ringtrain::cpu {
