@@ -1,13 +1,12 @@
 // The CUDA backend's device, streams, memory and copies. The ops live beside it, one file per
-// kind: cuda_conv.cu, cuda_batch_norm.cu, cuda_pool.cu, cuda_classifier.cu, cuda_loss.cu,
-// cuda_elementwise.cu.
+// kind: conv.cu, batch_norm.cu, pool.cu, classifier.cu, loss.cu, elementwise.cu, augment.cu.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include <nvtx3/nvToolsExt.h>
 
-#include "cuda_backend_impl.hpp"
+#include "backend_impl.hpp"
 #include "ringtrain/core/half.hpp"
 #include "ringtrain/core/layout.hpp"
 

@@ -1,5 +1,5 @@
 // Max pooling through cuDNN (NHWC, deterministic backward).
-#include "cuda_backend_impl.hpp"
+#include "backend_impl.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {

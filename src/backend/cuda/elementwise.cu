@@ -1,7 +1,7 @@
 // Elementwise ops, global average pooling, the finite check and the SGD step.
 #include <algorithm>
 
-#include "cuda_backend_impl.hpp"
+#include "backend_impl.hpp"
 
 namespace ringtrain::cuda {
 namespace {
