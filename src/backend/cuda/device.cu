@@ -1,5 +1,6 @@
 // The CUDA backend's device, streams, memory and copies. The ops live beside it, one file per
-// kind: conv.cu, batch_norm.cu, pool.cu, classifier.cu, loss.cu, elementwise.cu, augment.cu.
+// kind, named as the CPU backend's: conv.cu, batch_norm.cu, pool.cu, elementwise.cu,
+// classifier.cu, loss.cu, augment.cu, sgd.cu.
 #include <algorithm>
 #include <cstring>
 #include <vector>
