@@ -1,3 +1,5 @@
+// Augmentation on the host: cpu::augment_image, which the loader's threads run for every sample,
+// and the CPU backend's augment op, which runs it over a batch already "on the device".
 #include "ringtrain/backend/cpu/augment_kernel.hpp"
 
 #include <algorithm>
