@@ -2,11 +2,11 @@
 
 namespace ringtrain {
 
-DeviceAugment make_device_augment(const Normalization& norm, int pad, Backend& backend) {
+DeviceAugment make_device_augment(const Normalization& norm, int pad, Device& device) {
   std::vector<float> table = normalization_table(norm);
   const Tensor host = Tensor::view(table.data(), {static_cast<int64_t>(table.size())}, DType::f32);
-  DeviceAugment a{backend.zeros(host.shape(), DType::f32), pad};
-  backend.copy(host, a.table);
+  DeviceAugment a{device.zeros(host.shape(), DType::f32), pad};
+  device.copy(host, a.table);
   return a;
 }
 

@@ -8,12 +8,12 @@
 namespace ringtrain {
 
 Loader::Loader(const Split& split, const ImageWriter& writer, DistributedSampler sampler,
-               const LoaderConfig& config, Backend& backend)
+               const LoaderConfig& config, Device& device)
     : split_(split),
       writer_(writer),
       sampler_(std::move(sampler)),
       config_(config),
-      backend_(backend) {
+      device_(device) {
   RT_CHECK(config.batch_size > 0, "loader: batch size must be positive, got ", config.batch_size);
   RT_CHECK(config.workers >= 0, "loader: --workers must be >= 0, got ", config.workers);
   RT_CHECK(config.prefetch_factor > 0, "loader: --prefetch-factor must be positive, got ",
@@ -22,27 +22,27 @@ Loader::Loader(const Split& split, const ImageWriter& writer, DistributedSampler
   batches_ = config.drop_last ? n / b : (n + b - 1) / b;
   RT_CHECK(batches_ > 0, "loader: batch size ", b, " is larger than the ", n,
            " samples of this rank (drop-last)");
-  if (config.workers == 0) sync_slot_ = make_slot(backend);
+  if (config.workers == 0) sync_slot_ = make_slot(device);
 }
 
 Loader::~Loader() {
   stop_workers();
 }
 
-// Note: slots are allocated once per run from Backend::host_buffer (pinned on CUDA) and reused
+// Note: slots are allocated once per run from Device::host_buffer (pinned on CUDA) and reused
 // for every batch: only from pinned memory does cudaMemcpyAsync run asynchronously (from
 // pageable memory it stages through a driver buffer and blocks the host), and pinning is too
 // slow to do per batch.
-Loader::Slot Loader::make_slot(Backend& backend) const {
+Loader::Slot Loader::make_slot(Device& device) const {
   const int b = config_.batch_size;
   Slot s;
-  s.image_storage = Tensor::adopt(backend.host_buffer(b * writer_.image_bytes()),
+  s.image_storage = Tensor::adopt(device.host_buffer(b * writer_.image_bytes()),
                                   {b, split_.channels, split_.height, split_.width},
                                   writer_.dtype(), DeviceId{}, writer_.layout());
-  s.label_storage = Tensor::adopt(backend.host_buffer(b * sizeof(int32_t)), {b}, DType::i32, {});
+  s.label_storage = Tensor::adopt(device.host_buffer(b * sizeof(int32_t)), {b}, DType::i32, {});
   if (writer_.raw())
     s.crop_storage =
-        Tensor::adopt(backend.host_buffer(3 * b * sizeof(int32_t)), {b, 3}, DType::i32, {});
+        Tensor::adopt(device.host_buffer(3 * b * sizeof(int32_t)), {b, 3}, DType::i32, {});
   return s;
 }
 
@@ -96,7 +96,7 @@ void Loader::start_epoch(int64_t epoch) {
 void Loader::start_workers() {
   for (int w = 0; w < config_.workers; ++w) {
     auto worker = std::make_unique<Worker>();
-    for (int p = 0; p < config_.prefetch_factor; ++p) worker->ring.push_back(make_slot(backend_));
+    for (int p = 0; p < config_.prefetch_factor; ++p) worker->ring.push_back(make_slot(device_));
     workers_.push_back(std::move(worker));
   }
   try {

@@ -15,7 +15,7 @@ uint64_t window_seed(uint64_t seed, int64_t w) {
 StreamingLoader::StreamingLoader(std::string path, std::string split, const Split& meta,
                                  int64_t window_images, const Normalization& norm, DType dtype,
                                  Layout layout, int world_size, int rank,
-                                 const LoaderConfig& config, Backend& backend)
+                                 const LoaderConfig& config, Device& device)
     : path_(std::move(path)),
       split_name_(std::move(split)),
       meta_(meta),
@@ -26,7 +26,7 @@ StreamingLoader::StreamingLoader(std::string path, std::string split, const Spli
       world_(world_size),
       rank_(rank),
       config_(config),
-      backend_(backend) {
+      device_(device) {
   RT_CHECK(window_images >= int64_t{config.batch_size} * world_size, "streaming: a window of ",
            window_images, " images cannot hold one batch of ", config.batch_size, " for each of ",
            world_size, " ranks: raise --memory-budget-mb");
@@ -96,7 +96,7 @@ bool StreamingLoader::open_next_window() {
     c.drop_last = true;
     loader_ = std::make_unique<Loader>(
         window_, *writer_, DistributedSampler(n, world_, rank_, c.shuffle, ShardTail::drop, c.seed),
-        c, backend_);
+        c, device_);
     loader_->start_epoch(epoch_);
     return true;
   }

@@ -42,11 +42,11 @@ ncclDataType_t nccl_type(const Tensor& t) {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(MPI_Comm comm, Backend& backend, const CommOptions& options)
+  NcclCommunicator(MPI_Comm comm, Device& device, const CommOptions& options)
       : host_(comm, options),
         options_(options),
-        device_(backend.device_id()),
-        compute_(static_cast<cudaStream_t>(compute_stream(backend))) {
+        device_(device.device_id()),
+        compute_(static_cast<cudaStream_t>(compute_stream(device))) {
     ncclUniqueId id{};
     if (host_.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
     RT_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm));
@@ -193,9 +193,9 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Backend& backend,
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Device& device,
                                                      const CommOptions& options) {
-  return std::make_unique<NcclCommunicator>(comm, backend, options);
+  return std::make_unique<NcclCommunicator>(comm, device, options);
 }
 
 }  // namespace ringtrain

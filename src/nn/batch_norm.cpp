@@ -11,13 +11,13 @@ BatchNorm2d::BatchNorm2d(ParameterSet& params, const std::string& name, int chan
       running_mean_(params.add_buffer(name + ".running_mean", {channels})),
       running_var_(params.add_buffer(name + ".running_var", {channels})) {}
 
-void BatchNorm2d::init(Backend& backend, bool zero_weight) const {
+void BatchNorm2d::init(Device& device, bool zero_weight) const {
   Tensor w = params_->param(weight_), b = params_->param(bias_);
   Tensor mean = params_->buffer(running_mean_), var = params_->buffer(running_var_);
-  backend.fill(w, zero_weight ? 0.0 : 1.0);
-  backend.fill(b, 0.0);
-  backend.fill(mean, 0.0);
-  backend.fill(var, 1.0);
+  device.fill(w, zero_weight ? 0.0 : 1.0);
+  device.fill(b, 0.0);
+  device.fill(mean, 0.0);
+  device.fill(var, 1.0);
 }
 
 void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {

@@ -44,9 +44,9 @@ int64_t Conv2d::macs_per_image(const Shape& x) const {
   return geometry(one).macs();
 }
 
-void Conv2d::init(Backend& backend, std::mt19937_64& rng) const {
+void Conv2d::init(Device& device, std::mt19937_64& rng) const {
   const double fan_out = double{static_cast<double>(out_)} * kernel_ * kernel_;
-  init_normal(backend, params_->param(weight_), std::sqrt(2.0 / fan_out), rng);
+  init_normal(device, params_->param(weight_), std::sqrt(2.0 / fan_out), rng);
 }
 
 // Note: init writes the f32 master weights (param); the passes read the compute-dtype copy

@@ -6,7 +6,7 @@ namespace ringtrain {
 namespace {
 
 template <class Dist>
-void init_from(Backend& backend, Tensor& t, Dist dist, std::mt19937_64& rng) {
+void init_from(Device& device, Tensor& t, Dist dist, std::mt19937_64& rng) {
   std::vector<double> values(static_cast<size_t>(t.numel()));
   for (double& v : values) v = dist(rng);
   Tensor host = Tensor::zeros(t.shape(), t.dtype());
@@ -16,17 +16,17 @@ void init_from(Backend& backend, Tensor& t, Dist dist, std::mt19937_64& rng) {
     RT_CHECK(t.dtype() == DType::f32, "init: parameters are f32 or f64, got ", t.describe());
     std::copy(values.begin(), values.end(), host.data<float>());
   }
-  backend.copy(host, t);
+  device.copy(host, t);
 }
 
 }  // namespace
 
-void init_normal(Backend& backend, Tensor t, double stddev, std::mt19937_64& rng) {
-  init_from(backend, t, std::normal_distribution<double>(0.0, stddev), rng);
+void init_normal(Device& device, Tensor t, double stddev, std::mt19937_64& rng) {
+  init_from(device, t, std::normal_distribution<double>(0.0, stddev), rng);
 }
 
-void init_uniform(Backend& backend, Tensor t, double bound, std::mt19937_64& rng) {
-  init_from(backend, t, std::uniform_real_distribution<double>(-bound, bound), rng);
+void init_uniform(Device& device, Tensor t, double bound, std::mt19937_64& rng) {
+  init_from(device, t, std::uniform_real_distribution<double>(-bound, bound), rng);
 }
 
 }  // namespace ringtrain

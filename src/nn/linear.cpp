@@ -13,10 +13,10 @@ Linear::Linear(ParameterSet& params, const std::string& name, int in_features, i
       weight_(params.add(name + ".weight", {out_features, in_features}, ParamKind::linear_weight)),
       bias_(params.add(name + ".bias", {out_features}, ParamKind::linear_bias)) {}
 
-void Linear::init(Backend& backend, std::mt19937_64& rng) const {
+void Linear::init(Device& device, std::mt19937_64& rng) const {
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_));
-  init_uniform(backend, params_->param(weight_), bound, rng);
-  init_uniform(backend, params_->param(bias_), bound, rng);
+  init_uniform(device, params_->param(weight_), bound, rng);
+  init_uniform(device, params_->param(bias_), bound, rng);
 }
 
 void Linear::forward(Backend& backend, const Tensor& x, Tensor& y) const {

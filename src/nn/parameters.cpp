@@ -16,16 +16,16 @@ int ParameterSet::add_buffer(const std::string& name, const Shape& shape) {
   return static_cast<int>(buffer_infos_.size()) - 1;
 }
 
-void ParameterSet::allocate(Backend& backend, DType dtype) {
-  const bool mixed = dtype == DType::f32 && backend.compute_dtype() != DType::f32;
-  params_ = backend.zeros({param_numel_}, dtype);
-  weights_ = mixed ? backend.zeros({param_numel_}, backend.compute_dtype()) : params_;
-  grads_ = backend.zeros({param_numel_}, weights_.dtype());
-  buffers_ = backend.zeros({buffer_numel_}, dtype);
+void ParameterSet::allocate(Device& device, DType dtype) {
+  const bool mixed = dtype == DType::f32 && device.compute_dtype() != DType::f32;
+  params_ = device.zeros({param_numel_}, dtype);
+  weights_ = mixed ? device.zeros({param_numel_}, device.compute_dtype()) : params_;
+  grads_ = device.zeros({param_numel_}, weights_.dtype());
+  buffers_ = device.zeros({buffer_numel_}, dtype);
 }
 
-void ParameterSet::refresh_weights(Backend& backend) {
-  if (weights_.raw() != params_.raw()) backend.cast(params_, weights_);
+void ParameterSet::refresh_weights(Device& device) {
+  if (weights_.raw() != params_.raw()) device.cast(params_, weights_);
 }
 
 namespace {

@@ -8,20 +8,20 @@ ConvBn::ConvBn(ParameterSet& params, const std::string& name, int in_channels, i
       bn_(params, name + ".bn", out_channels, relu),
       relu_(relu) {}
 
-void ConvBn::init(Backend& backend, std::mt19937_64& rng, bool zero_norm_weight) const {
-  conv_.init(backend, rng);
-  bn_.init(backend, zero_norm_weight);
+void ConvBn::init(Device& device, std::mt19937_64& rng, bool zero_norm_weight) const {
+  conv_.init(device, rng);
+  bn_.init(device, zero_norm_weight);
 }
 
-void ConvBn::allocate(Backend& backend, const Shape& x) {
+void ConvBn::allocate(Device& device, const Shape& x) {
   const Shape y = output_shape(x);
   if (out_.defined() && out_.shape() == y) return;
-  const DType t = backend.compute_dtype();
-  conv_out_ = backend.zeros(y, t);
-  out_ = backend.zeros(y, t);
-  d_conv_out_ = backend.zeros(y, t);
+  const DType t = device.compute_dtype();
+  conv_out_ = device.zeros(y, t);
+  out_ = device.zeros(y, t);
+  d_conv_out_ = device.zeros(y, t);
   // Without a ReLU the unit ends a branch and reads its output gradient from the block.
-  if (relu_) d_out_ = backend.zeros(y, t);
+  if (relu_) d_out_ = device.zeros(y, t);
 }
 
 void ConvBn::forward(Backend& backend, const Tensor& x, bool training) {
@@ -50,10 +50,10 @@ ResidualBlock::ResidualBlock(ParameterSet& params, const std::string& name, int 
                                          stride, false);
 }
 
-void ResidualBlock::init(Backend& backend, std::mt19937_64& rng, bool zero_init_residual) const {
+void ResidualBlock::init(Device& device, std::mt19937_64& rng, bool zero_init_residual) const {
   for (size_t i = 0; i < main_.size(); ++i)
-    main_[i].init(backend, rng, zero_init_residual && i + 1 == main_.size());
-  if (shortcut_) shortcut_->init(backend, rng, false);
+    main_[i].init(device, rng, zero_init_residual && i + 1 == main_.size());
+  if (shortcut_) shortcut_->init(device, rng, false);
 }
 
 void ResidualBlock::set_sync_batch_norm(Communicator* comm) {
@@ -77,17 +77,17 @@ int64_t ResidualBlock::macs_per_image(const Shape& x) const {
   return macs;
 }
 
-void ResidualBlock::allocate(Backend& backend, const Shape& x) {
+void ResidualBlock::allocate(Device& device, const Shape& x) {
   Shape s = x;
   for (ConvBn& u : main_) {
-    u.allocate(backend, s);
+    u.allocate(device, s);
     s = u.output_shape(s);
   }
-  if (shortcut_) shortcut_->allocate(backend, x);
+  if (shortcut_) shortcut_->allocate(device, x);
   if (out_.defined() && out_.shape() == s && d_main_in_.shape() == x) return;
-  out_ = backend.zeros(s, backend.compute_dtype());
-  d_out_ = backend.zeros(s, backend.compute_dtype());
-  d_main_in_ = backend.zeros(x, backend.compute_dtype());
+  out_ = device.zeros(s, device.compute_dtype());
+  d_out_ = device.zeros(s, device.compute_dtype());
+  d_main_in_ = device.zeros(x, device.compute_dtype());
 }
 
 void ResidualBlock::forward(Backend& backend, const Tensor& x, bool training) {

@@ -17,8 +17,8 @@ const NameTable<ProfileMode>& names_of<ProfileMode>() {
   return names;
 }
 
-StepProfiler::StepProfiler(Backend& backend, ProfileMode mode)
-    : backend_(backend), mode_(mode), origin_(std::chrono::steady_clock::now()) {}
+StepProfiler::StepProfiler(Device& device, ProfileMode mode)
+    : device_(device), mode_(mode), origin_(std::chrono::steady_clock::now()) {}
 
 double StepProfiler::host_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count();
@@ -26,19 +26,19 @@ double StepProfiler::host_seconds() const {
 
 void StepProfiler::start(Phase p) {
   if (mode_ == ProfileMode::off) return;
-  if (open_.empty()) backend_.reset_marks();
-  open_.push_back({p, backend_.mark(phase_name(p)), host_seconds()});
+  if (open_.empty()) device_.reset_marks();
+  open_.push_back({p, device_.mark(phase_name(p)), host_seconds()});
 }
 
 void StepProfiler::end_step() {
   if (mode_ == ProfileMode::off || open_.empty()) return;
-  const int end = backend_.mark(nullptr);
+  const int end = device_.mark(nullptr);
   const double host_end = host_seconds();
   last_.fill(0);
   double at = elapsed_s_;
   for (size_t i = 0; i < open_.size(); ++i) {
     const bool last = i + 1 == open_.size();
-    const double s = backend_.seconds_between(open_[i].mark, last ? end : open_[i + 1].mark);
+    const double s = device_.seconds_between(open_[i].mark, last ? end : open_[i + 1].mark);
     last_[static_cast<size_t>(open_[i].phase)] += s;
     if (mode_ == ProfileMode::trace) {
       const double host_s = (last ? host_end : open_[i + 1].host_s) - open_[i].host_s;

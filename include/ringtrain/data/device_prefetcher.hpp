@@ -19,7 +19,7 @@ struct DeviceAugment {
   int pad = 0;
 };
 // The table of `norm` uploaded to the backend's device.
-DeviceAugment make_device_augment(const Normalization& norm, int pad, Backend& backend);
+DeviceAugment make_device_augment(const Normalization& norm, int pad, Device& device);
 
 // Keeps the host-to-device copy of batch k+1 in flight while batch k computes: next() waits for
 // batch k's copy, issues batch k+1's into the other buffer, and returns batch k. A raw batch is

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "ringtrain/backend/backend.hpp"
+#include "ringtrain/backend/device.hpp"
 #include "ringtrain/data/augment.hpp"
 #include "ringtrain/data/batch_source.hpp"
 #include "ringtrain/data/sampler.hpp"
@@ -30,14 +30,14 @@ struct LoaderConfig {
 
 // Assembles batches of one rank's shard of a split. Each of `workers` threads builds whole
 // batches (batch k is built by worker k % workers) into its own ring of `prefetch_factor` slots;
-// next() hands them out strictly in order. Slots come from Backend::host_buffer (pinned memory
+// next() hands them out strictly in order. Slots come from Device::host_buffer (pinned memory
 // on CUDA). The content of batch k depends only on (seed, epoch, k), never on the worker count.
 // With a raw writer (augmentation on the device) a batch carries the uint8 images and the crops
 // drawn for them.
 class Loader final : public BatchSource {
  public:
   Loader(const Split& split, const ImageWriter& writer, DistributedSampler sampler,
-         const LoaderConfig& config, Backend& backend);
+         const LoaderConfig& config, Device& device);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -68,7 +68,7 @@ class Loader final : public BatchSource {
     std::shared_ptr<const std::vector<int64_t>> order;
   };
 
-  Slot make_slot(Backend& backend) const;
+  Slot make_slot(Device& device) const;
   void assemble(const EpochPlan& plan, int64_t batch, Slot& slot) const;
   void run_worker(int w);
   void start_workers();
@@ -78,7 +78,7 @@ class Loader final : public BatchSource {
   const ImageWriter& writer_;
   DistributedSampler sampler_;
   LoaderConfig config_;
-  Backend& backend_;
+  Device& device_;
   int64_t batches_ = 0;
   int64_t next_batch_ = 0;
   EpochPlan plan_;          // guarded by epoch_mutex_ while workers run

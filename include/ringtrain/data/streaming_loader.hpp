@@ -18,7 +18,7 @@ class StreamingLoader final : public BatchSource {
   // `meta` is the split as read_hdf5_dataset left it: labels and dims, no images.
   StreamingLoader(std::string path, std::string split, const Split& meta, int64_t window_images,
                   const Normalization& norm, DType dtype, Layout layout, int world_size, int rank,
-                  const LoaderConfig& config, Backend& backend);
+                  const LoaderConfig& config, Device& device);
 
   void start_epoch(int64_t epoch) override;
   const HostBatch* next() override;
@@ -44,7 +44,7 @@ class StreamingLoader final : public BatchSource {
   Layout layout_;
   int world_, rank_;
   LoaderConfig config_;
-  Backend& backend_;
+  Device& device_;
   int64_t epoch_ = 0;
   std::vector<int64_t> order_;  // window order of this epoch
   size_t position_ = 0;         // next window in order_

@@ -3,18 +3,18 @@
 
 #include <memory>
 
-#include "ringtrain/backend/backend.hpp"
+#include "ringtrain/backend/device.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 
 namespace ringtrain {
 
 // The CUDA backend's communicator: NCCL collectives on device buffers, on a stream of their own
-// that waits for the backend's compute stream (an event) before each collective, while the
+// that waits for the device's compute stream (an event) before each collective, while the
 // compute stream waits for the collective's event in wait() (llm.c's pattern). Rank 0 makes the
 // NCCL id and MPI broadcasts it. Host scalars, barriers and the --debug-collectives check go
 // through MPI. A collective that has not finished after CommOptions::timeout_s aborts the NCCL
 // communicator and throws. Throws when ringtrain was built without CUDA.
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Backend& backend,
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Device& device,
                                                      const CommOptions& options);
 
 }  // namespace ringtrain

@@ -1,6 +1,7 @@
 #pragma once
 #include <string>
 
+#include "ringtrain/backend/backend.hpp"
 #include "ringtrain/dist/communicator.hpp"
 #include "ringtrain/nn/parameters.hpp"
 
@@ -14,7 +15,7 @@ class BatchNorm2d {
   BatchNorm2d(ParameterSet& params, const std::string& name, int channels, bool relu);
 
   // weight 1 (or 0 for a zero-initialised residual branch), bias 0, running stats 0 and 1.
-  void init(Backend& backend, bool zero_weight) const;
+  void init(Device& device, bool zero_weight) const;
 
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool training);
   void backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx);

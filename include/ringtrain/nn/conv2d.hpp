@@ -2,6 +2,7 @@
 #include <random>
 #include <string>
 
+#include "ringtrain/backend/backend.hpp"
 #include "ringtrain/nn/parameters.hpp"
 
 namespace ringtrain {
@@ -17,7 +18,7 @@ class Conv2d {
   int64_t macs_per_image(const Shape& x) const;
 
   // Kaiming normal, fan_out, gain sqrt(2) (torchvision's ResNet initialisation).
-  void init(Backend& backend, std::mt19937_64& rng) const;
+  void init(Device& device, std::mt19937_64& rng) const;
 
   void forward(Backend& backend, const Tensor& x, Tensor& y) const;
   // Writes the weight gradient; the input gradient only when dx is given.

@@ -2,6 +2,7 @@
 #include <random>
 #include <string>
 
+#include "ringtrain/backend/backend.hpp"
 #include "ringtrain/nn/parameters.hpp"
 
 namespace ringtrain {
@@ -12,7 +13,7 @@ class Linear {
   Linear(ParameterSet& params, const std::string& name, int in_features, int out_features);
 
   // PyTorch's nn.Linear default: weight and bias uniform in +-1/sqrt(in_features).
-  void init(Backend& backend, std::mt19937_64& rng) const;
+  void init(Device& device, std::mt19937_64& rng) const;
   int64_t macs_per_image() const { return int64_t{in_} * out_; }
 
   void forward(Backend& backend, const Tensor& x, Tensor& y) const;

@@ -29,7 +29,7 @@ class ParameterSet {
   int add(const std::string& name, const Shape& shape, ParamKind kind);
   int add_buffer(const std::string& name, const Shape& shape);
 
-  void allocate(Backend& backend, DType dtype);
+  void allocate(Device& device, DType dtype);
   bool allocated() const { return params_.defined(); }
 
   Tensor param(int id) const;
@@ -37,9 +37,9 @@ class ParameterSet {
   Tensor grad(int id) const;
   Tensor buffer(int id) const;
   // Copies the master parameters into the compute-dtype copy (nothing without mixed precision).
-  void refresh_weights(Backend& backend);
+  void refresh_weights(Device& device);
   // Backward adds to the gradients: a step starts by zeroing them.
-  void zero_grad(Backend& backend) { backend.fill(grads_, 0.0); }
+  void zero_grad(Device& device) { device.fill(grads_, 0.0); }
 
   const std::vector<ParamInfo>& param_infos() const { return param_infos_; }
   const std::vector<ParamInfo>& buffer_infos() const { return buffer_infos_; }

@@ -16,10 +16,10 @@ class ConvBn {
   ConvBn(ParameterSet& params, const std::string& name, int in_channels, int out_channels,
          int kernel, int stride, bool relu);
 
-  void init(Backend& backend, std::mt19937_64& rng, bool zero_norm_weight) const;
+  void init(Device& device, std::mt19937_64& rng, bool zero_norm_weight) const;
   Shape output_shape(const Shape& x) const { return conv_.output_shape(x); }
   int64_t macs_per_image(const Shape& x) const { return conv_.macs_per_image(x); }
-  void allocate(Backend& backend, const Shape& x);
+  void allocate(Device& device, const Shape& x);
 
   void forward(Backend& backend, const Tensor& x, bool training);
   // dy is the gradient at the output. Writes the parameter gradients, and the input gradient
@@ -47,10 +47,10 @@ class ResidualBlock {
                 int stride, bool bottleneck);
 
   int out_channels() const { return out_channels_; }
-  void init(Backend& backend, std::mt19937_64& rng, bool zero_init_residual) const;
+  void init(Device& device, std::mt19937_64& rng, bool zero_init_residual) const;
   Shape output_shape(const Shape& x) const;
   int64_t macs_per_image(const Shape& x) const;
-  void allocate(Backend& backend, const Shape& x);
+  void allocate(Device& device, const Shape& x);
 
   void forward(Backend& backend, const Tensor& x, bool training);
   // Reads the gradient at the output from d_out(); writes the input gradient into dx.

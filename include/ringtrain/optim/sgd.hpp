@@ -1,6 +1,7 @@
 #pragma once
 #include <vector>
 
+#include "ringtrain/backend/backend.hpp"
 #include "ringtrain/nn/parameters.hpp"
 
 namespace ringtrain {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ringtrain/backend/backend.hpp"
+#include "ringtrain/backend/device.hpp"
 #include "ringtrain/core/names.hpp"
 
 namespace ringtrain {
@@ -34,10 +34,10 @@ using PhaseTimes = std::array<double, kPhases>;
 
 // Times the phases of each step: start(p) ends the running phase and starts p (opening a step
 // when none is open); end_step() closes the step and adds its phase times to the totals. Every
-// phase boundary is one Backend::mark(); nothing is done when the mode is off.
+// phase boundary is one Device::mark(); nothing is done when the mode is off.
 class StepProfiler {
  public:
-  StepProfiler(Backend& backend, ProfileMode mode);
+  StepProfiler(Device& device, ProfileMode mode);
 
   ProfileMode mode() const { return mode_; }
   void start(Phase p);
@@ -52,7 +52,7 @@ class StepProfiler {
   const std::vector<PhaseEvent>& events() const { return events_; }  // trace mode only
 
  private:
-  Backend& backend_;
+  Device& device_;
   ProfileMode mode_;
   std::chrono::steady_clock::time_point origin_;
   double host_seconds() const;

@@ -19,8 +19,8 @@ struct CudaOptions {
 // CUDA or the device cannot be used.
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options);
 
-// The compute stream (a cudaStream_t) of a CUDA backend, for the NCCL communicator to order its
-// collectives against; throws for any other backend.
-void* compute_stream(Backend& backend);
+// The compute stream (a cudaStream_t) of a CUDA backend's device, for the NCCL communicator to
+// order its collectives against; throws for any other device.
+void* compute_stream(Device& device);
 
 }  // namespace ringtrain

@@ -1,7 +1,7 @@
 // Convolutions through cuDNN in NHWC (filters KRSC), accumulating in f32. The algorithm of each
 // pass is searched for once per geometry and dtype (cudnnFind*), chosen by pick_conv_algo under
 // the workspace limit, and cached.
-#include "cuda_backend_impl.hpp"
+#include "backend_impl.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {

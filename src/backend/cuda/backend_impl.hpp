@@ -3,12 +3,12 @@
 // of op). Activations are NHWC in the compute dtype; parameters f32 with a compute-dtype copy.
 #include <memory>
 
-#include "cuda_types.cuh"
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/backend/cuda/conv_algo.hpp"
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/cuda/cuda_check.hpp"
 #include "ringtrain/core/block_cache.hpp"
+#include "types.cuh"
 
 namespace ringtrain::cuda {
 
@@ -118,7 +118,7 @@ class CudaBackend final : public Backend {
   Tensor workspace_;
   std::vector<DecayRun> sgd_runs_;  // what sgd_runs_device_ holds
   Tensor sgd_runs_device_;
-  void* host_scalar_ = nullptr;  // pinned, 8 bytes
+  void* host_scalar_ = nullptr;     // pinned, 8 bytes
   std::vector<cudaEvent_t> marks_;  // timing events, reused after reset_marks()
   size_t marks_used_ = 0;
   bool nvtx_open_ = false;  // an NVTX range pushed by mark() and not popped yet

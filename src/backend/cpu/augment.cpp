@@ -1,7 +1,11 @@
+// Augmentation on the host: cpu::augment_image, which the loader's threads run for every sample,
+// and the CPU backend's augment op, which runs it over a batch already "on the device".
 #include "ringtrain/backend/cpu/augment_kernel.hpp"
 
 #include <algorithm>
 
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/backend/op_checks.hpp"
 #include "ringtrain/core/half.hpp"
 
 namespace ringtrain::cpu {
@@ -63,3 +67,25 @@ void augment_image(const uint8_t* src, ImageDims dims, Crop crop, int pad, const
 }
 
 }  // namespace ringtrain::cpu
+
+namespace ringtrain {
+
+void CpuBackend::augment(const Tensor& raw, const Tensor& crops, const Tensor& table, int pad,
+                         Tensor& out) {
+  check_augment("augment", raw, crops, table, pad, out);
+  const cpu::ImageDims dims{static_cast<int>(raw.dim(2)), static_cast<int>(raw.dim(3)),
+                            static_cast<int>(raw.dim(1))};
+  const uint8_t* images = raw.data<uint8_t>();
+  const int32_t* crop = crops.data<int32_t>();
+  const float* values = table.data<float>();
+  char* dst = static_cast<char*>(out.raw());
+  const int64_t out_bytes = dims.elements() * static_cast<int64_t>(dtype_size(out.dtype()));
+  pool_.parallel_for(raw.dim(0), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      cpu::augment_image(images + i * dims.elements(), dims,
+                         Crop{crop[3 * i], crop[3 * i + 1], crop[3 * i + 2] != 0}, pad, values,
+                         out.dtype(), out.layout(), dst + i * out_bytes);
+  });
+}
+
+}  // namespace ringtrain

@@ -1,6 +1,6 @@
 // The classifier's GEMMs through cuBLAS with f32 accumulation. Row-major [rows, cols] matrices
 // are column-major [cols, rows] to cuBLAS, so each product is written transposed.
-#include "cuda_backend_impl.hpp"
+#include "backend_impl.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {

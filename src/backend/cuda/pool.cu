@@ -1,5 +1,6 @@
-// Max pooling through cuDNN (NHWC, deterministic backward).
-#include "cuda_backend_impl.hpp"
+// Pooling: max pooling through cuDNN (NHWC, deterministic backward) and global average pooling
+// (our kernels).
+#include "backend_impl.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {
@@ -29,6 +30,25 @@ struct PoolDescriptors {
   PoolDescriptors& operator=(const PoolDescriptors&) = delete;
 };
 
+// NHWC: image n's channel c is every c-th value of its hw x C block.
+template <class T>
+__global__ void avg_pool_forward_kernel(const T* x, T* y, int64_t n, int64_t hw, int64_t c) {
+  RT_GRID_STRIDE(i, n * c) {
+    const T* in = x + (i / c) * hw * c + i % c;
+    float sum = 0.f;
+    for (int64_t p = 0; p < hw; ++p) sum += to_float(in[p * c]);
+    y[i] = from_float<T>(sum / static_cast<float>(hw));
+  }
+}
+
+template <class T>
+__global__ void avg_pool_backward_kernel(const T* dy, T* dx, int64_t n, int64_t hw, int64_t c) {
+  RT_GRID_STRIDE(i, n * hw * c) {
+    const int64_t image = i / (hw * c), channel = i % c;
+    dx[i] = from_float<T>(to_float(dy[image * c + channel]) / static_cast<float>(hw));
+  }
+}
+
 }  // namespace
 
 void CudaBackend::max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) {
@@ -47,6 +67,30 @@ void CudaBackend::max_pool_backward(const PoolGeometry& g, const Tensor& x, cons
   const float one = 1.f, zero = 0.f;
   RT_CUDA_CHECK(cudnnPoolingBackward(cudnn_, d.pool, &one, d.y, y.raw(), d.y, dy.raw(), d.x,
                                      x.raw(), &zero, d.x, dx.raw()));
+}
+
+void CudaBackend::global_avg_pool_forward(const Tensor& x, Tensor& y) {
+  RT_CHECK(x.rank() == 4, "global_avg_pool_forward: expected [N,C,H,W], got ", x.describe());
+  check_shape("global_avg_pool_forward", "output", y, {x.dim(0), x.dim(1)});
+  dispatch_float("global_avg_pool_forward", x, [&](auto tag) {
+    using T = decltype(tag);
+    avg_pool_forward_kernel<<<blocks_for(y.numel()), kThreads, 0, compute_>>>(
+        static_cast<const T*>(x.raw()), static_cast<T*>(y.raw()), x.dim(0), x.dim(2) * x.dim(3),
+        x.dim(1));
+    RT_CUDA_CHECK_LAUNCH("avg_pool_forward_kernel");
+  });
+}
+
+void CudaBackend::global_avg_pool_backward(const Tensor& dy, Tensor& dx) {
+  RT_CHECK(dx.rank() == 4, "global_avg_pool_backward: expected [N,C,H,W], got ", dx.describe());
+  check_shape("global_avg_pool_backward", "output gradient", dy, {dx.dim(0), dx.dim(1)});
+  dispatch_float("global_avg_pool_backward", dx, [&](auto tag) {
+    using T = decltype(tag);
+    avg_pool_backward_kernel<<<blocks_for(dx.numel()), kThreads, 0, compute_>>>(
+        static_cast<const T*>(dy.raw()), static_cast<T*>(dx.raw()), dx.dim(0),
+        dx.dim(2) * dx.dim(3), dx.dim(1));
+    RT_CUDA_CHECK_LAUNCH("avg_pool_backward_kernel");
+  });
 }
 
 }  // namespace ringtrain::cuda

@@ -1,7 +1,7 @@
 // Batch norm in NHWC with our kernels, in the phases the Backend interface defines (so that
 // SyncBatchNorm can all-reduce the per-channel sums between them). x is a [rows, C] matrix
 // with rows = N*H*W; per-channel values are f32; sums are f64 as on the CPU.
-#include "cuda_backend_impl.hpp"
+#include "backend_impl.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {

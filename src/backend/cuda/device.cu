@@ -1,13 +1,13 @@
 // The CUDA backend's device, streams, memory and copies. The ops live beside it, one file per
-// kind: cuda_conv.cu, cuda_batch_norm.cu, cuda_pool.cu, cuda_classifier.cu, cuda_loss.cu,
-// cuda_elementwise.cu.
+// kind, named as the CPU backend's: conv.cu, batch_norm.cu, pool.cu, elementwise.cu,
+// classifier.cu, loss.cu, augment.cu, sgd.cu.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include <nvtx3/nvToolsExt.h>
 
-#include "cuda_backend_impl.hpp"
+#include "backend_impl.hpp"
 #include "ringtrain/core/half.hpp"
 #include "ringtrain/core/layout.hpp"
 
@@ -253,7 +253,8 @@ void CudaBackend::wait_for_copies() {
 }
 
 void CudaBackend::check_on_device(const char* op, const Tensor& t) const {
-  RT_CHECK(t.device() == device_id(), op, ": tensor ", t.describe(), " is not on ", device_id().str());
+  RT_CHECK(t.device() == device_id(), op, ": tensor ", t.describe(), " is not on ",
+           device_id().str());
 }
 
 template <class T>
@@ -277,9 +278,9 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
   return std::make_unique<cuda::CudaBackend>(options);
 }
 
-void* compute_stream(Backend& backend) {
-  auto* cuda = dynamic_cast<cuda::CudaBackend*>(&backend);
-  RT_CHECK(cuda, "compute_stream: backend ", backend.name(), " is not a CUDA backend");
+void* compute_stream(Device& device) {
+  auto* cuda = dynamic_cast<cuda::CudaBackend*>(&device);
+  RT_CHECK(cuda, "compute_stream: backend ", device.name(), " is not a CUDA backend");
   return cuda->stream();
 }
 

@@ -11,7 +11,9 @@
 #include <functional>
 #include <vector>
 
-#include "cpu_kernels.hpp"
+#include "kernels.hpp"
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/backend/op_checks.hpp"
 #include "ringtrain/core/error.hpp"
 
 namespace ringtrain::cpu {
@@ -164,8 +166,6 @@ void for_each_group(ThreadPool& pool, const Plan& p,
   });
 }
 
-}  // namespace
-
 template <class T>
 void conv_forward(ThreadPool& pool, const ConvGeometry& g, const T* x, const T* w, T* y) {
   const Plan p = make_plan(g);
@@ -221,6 +221,8 @@ void conv_backward_filter(ThreadPool& pool, const ConvGeometry& g, const T* x, c
     for (int64_t i = 0; i < wsize; ++i) dw[i] += sum[i];
 }
 
+}  // namespace
+
 // f32 goes through oneDNN's sgemm, which picks its AVX-512/AVX2 kernels from the CPUID feature
 // bits; Debian's OpenBLAS 0.3.21 falls back to its SSE3 kernels on CPUs it does not know by
 // model number (docs/perf/cpu.md). Each call is single-threaded: the pool already runs one
@@ -241,12 +243,36 @@ void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, 
               k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-#define RT_INSTANTIATE(T)                                                                        \
-  template void conv_forward<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, T*);       \
-  template void conv_backward_data<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, T*); \
-  template void conv_backward_filter<T>(ThreadPool&, const ConvGeometry&, const T*, const T*, T*);
-RT_INSTANTIATE(float)
-RT_INSTANTIATE(double)
-#undef RT_INSTANTIATE
-
 }  // namespace ringtrain::cpu
+
+namespace ringtrain {
+
+using cpu::dispatch_float;
+
+void CpuBackend::conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) {
+  check_conv(ConvPass::forward, g, x, w, y);
+  dispatch_float("conv_forward", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::conv_forward<T>(pool_, g, x.data<T>(), w.data<T>(), y.data<T>());
+  });
+}
+
+void CpuBackend::conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
+                                    Tensor& dx) {
+  check_conv(ConvPass::backward_data, g, dx, w, dy);
+  dispatch_float("conv_backward_data", dy, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::conv_backward_data<T>(pool_, g, dy.data<T>(), w.data<T>(), dx.data<T>());
+  });
+}
+
+void CpuBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
+                                      Tensor& dw) {
+  check_conv(ConvPass::backward_filter, g, x, dw, dy);
+  dispatch_float("conv_backward_filter", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::conv_backward_filter<T>(pool_, g, x.data<T>(), dy.data<T>(), dw.data<T>());
+  });
+}
+
+}  // namespace ringtrain

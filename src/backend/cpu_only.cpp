@@ -1,6 +1,7 @@
+// What the CUDA backend provides, for a ringtrain built without it: no devices, and errors that
+// say so.
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
-#include "ringtrain/dist/nccl_communicator.hpp"
 
 namespace ringtrain {
 
@@ -17,12 +18,8 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaOptions&) {
       "the CUDA backend is not built into this ringtrain (configure with RINGTRAIN_CUDA=ON)");
 }
 
-void* compute_stream(Backend& backend) {
-  throw Error(str_cat("compute_stream(", backend.name(), "): built without the CUDA backend"));
-}
-
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, Backend&, const CommOptions&) {
-  throw Error("the NCCL communicator is not built into this ringtrain (no CUDA backend)");
+void* compute_stream(Device& device) {
+  throw Error(str_cat("compute_stream(", device.name(), "): built without the CUDA backend"));
 }
 
 }  // namespace ringtrain

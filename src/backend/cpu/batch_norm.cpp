@@ -1,12 +1,21 @@
 // Batch norm (optionally fused with the ReLU after it), NCHW: one channel is n strided planes
 // of hw values. Channels run in parallel; sums are accumulated in double so that a 32k-element
 // channel loses no precision.
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
-#include "cpu_kernels.hpp"
+#include "kernels.hpp"
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cpu {
 namespace {
+
+// Batch norm over [n, c, hw].
+struct NormShape {
+  int64_t n, c, hw;
+};
 
 template <class T, class F>
 void for_channel_planes(NormShape s, int64_t c, F&& f) {
@@ -34,8 +43,8 @@ void apply_affine(NormShape s, int64_t c, const T* x, Affine<T> a, bool relu, T*
   });
 }
 
-}  // namespace
-
+// Batch norm in phases, so that SyncBatchNorm can all-reduce the sums between them.
+// Forward sums: [sum x (C), sum x^2 (C), count]; backward sums: [sum g (C), sum g*xhat (C)].
 template <class T>
 void batch_norm_sums(ThreadPool& pool, NormShape s, const T* x, double* sums) {
   pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
@@ -142,20 +151,93 @@ void batch_norm_backward_from_sums(ThreadPool& pool, NormShape s, const T* x, co
   });
 }
 
-#define RT_INSTANTIATE(T)                                                                          \
-  template void batch_norm_sums<T>(ThreadPool&, NormShape, const T*, double*);                     \
-  template void batch_norm_forward_from_sums<T>(ThreadPool&, NormShape, const T*, const T*,        \
-                                                const T*, const double*, double, double, bool, T*, \
-                                                T*, T*, T*, T*);                                   \
-  template void batch_norm_forward_eval<T>(ThreadPool&, NormShape, const T*, const T*, const T*,   \
-                                           const T*, const T*, double, bool, T*);                  \
-  template void batch_norm_backward_sums<T>(ThreadPool&, NormShape, const T*, const T*, const T*,  \
-                                            const T*, const T*, const T*, bool, double*);          \
-  template void batch_norm_backward_from_sums<T>(                                                  \
-      ThreadPool&, NormShape, const T*, const T*, const T*, const T*, const T*, const T*, bool,    \
-      const double*, const double*, double, T*, T*, T*);
-RT_INSTANTIATE(float)
-RT_INSTANTIATE(double)
-#undef RT_INSTANTIATE
-
+}  // namespace
 }  // namespace ringtrain::cpu
+
+namespace ringtrain {
+
+using cpu::dispatch_float;
+
+namespace {
+
+cpu::NormShape norm_shape(const Tensor& x) {
+  return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)};
+}
+
+}  // namespace
+
+void CpuBackend::batch_norm_sums(const Tensor& x, Tensor& sums) {
+  check_norm("batch_norm_sums", x, {}, {{"f64 sums", &sums, true}}, {});
+  const auto s = norm_shape(x);
+  dispatch_float("batch_norm_sums", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_sums<T>(pool_, s, x.data<T>(), sums.data<double>());
+  });
+}
+
+void CpuBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& gamma,
+                                              const Tensor& beta, const Tensor& sums,
+                                              float momentum, float eps, bool relu, Tensor& y,
+                                              Tensor& save_mean, Tensor& save_invstd,
+                                              Tensor& running_mean, Tensor& running_var) {
+  const char* op = "batch_norm_forward_from_sums";
+  check_norm(op, x, {&y}, {{"f64 sums", &sums, true}},
+             {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var});
+  const auto s = norm_shape(x);
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_forward_from_sums<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
+                                         sums.data<double>(), momentum, eps, relu, y.data<T>(),
+                                         save_mean.data<T>(), save_invstd.data<T>(),
+                                         running_mean.data<T>(), running_var.data<T>());
+  });
+}
+
+void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& running_mean, const Tensor& running_var,
+                                         float eps, bool relu, Tensor& y) {
+  check_norm("batch_norm_forward_eval", x, {&y}, {}, {&gamma, &beta, &running_mean, &running_var});
+  const auto s = norm_shape(x);
+  dispatch_float("batch_norm_forward_eval", x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_forward_eval<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
+                                    running_mean.data<T>(), running_var.data<T>(), eps, relu,
+                                    y.data<T>());
+  });
+}
+
+void CpuBackend::batch_norm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                          const Tensor& beta, const Tensor& save_mean,
+                                          const Tensor& save_invstd, bool relu, Tensor& sums) {
+  const char* op = "batch_norm_backward_sums";
+  check_norm(op, x, {&dy}, {{"f64 sums", &sums, false}}, {&gamma, &beta, &save_mean, &save_invstd});
+  const auto s = norm_shape(x);
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_backward_sums<T>(pool_, s, x.data<T>(), dy.data<T>(), gamma.data<T>(),
+                                     beta.data<T>(), save_mean.data<T>(), save_invstd.data<T>(),
+                                     relu, sums.data<double>());
+  });
+}
+
+void CpuBackend::batch_norm_backward_from_sums(const Tensor& x, const Tensor& dy,
+                                               const Tensor& gamma, const Tensor& beta,
+                                               const Tensor& save_mean, const Tensor& save_invstd,
+                                               bool relu, const Tensor& local_sums,
+                                               const Tensor& global_sums, double count, Tensor& dx,
+                                               Tensor& dgamma, Tensor& dbeta) {
+  const char* op = "batch_norm_backward_from_sums";
+  check_norm(op, x, {&dy, &dx},
+             {{"f64 local sums", &local_sums, false}, {"f64 global sums", &global_sums, false}},
+             {&gamma, &beta, &save_mean, &save_invstd, &dgamma, &dbeta});
+  const auto s = norm_shape(x);
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_backward_from_sums<T>(
+        pool_, s, x.data<T>(), dy.data<T>(), gamma.data<T>(), beta.data<T>(), save_mean.data<T>(),
+        save_invstd.data<T>(), relu, local_sums.data<double>(), global_sums.data<double>(), count,
+        dx.data<T>(), dgamma.data<T>(), dbeta.data<T>());
+  });
+}
+
+}  // namespace ringtrain

@@ -1,6 +1,6 @@
 // Softmax cross-entropy with label smoothing and the accuracy count: one thread per row (the
 // classifier has few classes), sums in double as on the CPU.
-#include "cuda_backend_impl.hpp"
+#include "backend_impl.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {

@@ -2,7 +2,7 @@
 // cast a uint8 batch in one kernel, after a copy of half the bytes of a bf16 batch.
 #include <initializer_list>
 
-#include "cuda_backend_impl.hpp"
+#include "backend_impl.hpp"
 #include "ringtrain/backend/crop.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 

@@ -1,0 +1,50 @@
+#pragma once
+#include <memory>
+#include <string>
+
+#include "ringtrain/core/tensor.hpp"
+
+namespace ringtrain {
+
+// The services of one device: its identity, its memory, copies to and from the host, and its
+// clock. The ops that compute on it are Ops; a Backend is both (backend.hpp).
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual DeviceId device_id() const = 0;
+  virtual std::string name() const = 0;
+  // The dtype activations are computed in (f32 for the CPU reference).
+  virtual DType compute_dtype() const = 0;
+  virtual Layout layout() const = 0;
+
+  // Memory.
+  virtual Tensor zeros(const Shape& shape, DType dtype) = 0;
+  virtual void fill(Tensor& t, double value) = 0;
+  // Either side may be on the host; 4-D tensors of different layouts are transposed.
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  // dst = src converted to dst's dtype (f32 master weights into their compute-dtype copy).
+  virtual void cast(const Tensor& src, Tensor& dst) = 0;
+  virtual void synchronize() = 0;
+
+  // Timing on the device's own clock, for the profiler: mark() records a point in the work
+  // issued so far (a CUDA event on the compute stream; the host clock on the CPU) and returns
+  // its id; seconds_between() waits for both marks and gives the time between them. Ids count
+  // from 0 again after reset_marks(). `label` names what starts at the mark (an NVTX range on
+  // CUDA, for Nsight Systems), nullptr when nothing does.
+  virtual int mark(const char* label) = 0;
+  virtual double seconds_between(int from, int to) = 0;
+  virtual void reset_marks() = 0;
+
+  // Host memory the loader assembles batches in: page-locked on CUDA, so that copies from it
+  // run asynchronously.
+  virtual std::shared_ptr<void> host_buffer(std::size_t bytes) = 0;
+  // Host-to-device copy on the copy stream. It starts after all work issued so far (so it never
+  // overwrites a buffer still being read) and overlaps with work issued after it.
+  virtual void copy_to_device_async(const Tensor& host, Tensor& device) = 0;
+  // Returns when every copy issued so far has finished reading its host memory; work issued
+  // afterwards is ordered after those copies.
+  virtual void wait_for_copies() = 0;
+};
+
+}  // namespace ringtrain

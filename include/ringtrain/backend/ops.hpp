@@ -1,0 +1,113 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ringtrain/backend/geometry.hpp"
+#include "ringtrain/core/tensor.hpp"
+
+namespace ringtrain {
+
+// Hyper-parameters of one SGD step (PyTorch semantics, dampening 0).
+struct SgdHyper {
+  float lr = 0.1f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+  float grad_scale = 1.0f;  // gradients are multiplied by this first (1 / the fp16 loss scale)
+};
+
+// A contiguous range of the flat parameter buffer and whether weight decay applies to it.
+struct DecayRun {
+  int64_t offset = 0;
+  int64_t size = 0;
+  bool decay = true;
+};
+
+// Every op the model needs, on one device. Ops never allocate their outputs: the caller passes
+// tensors of the right shape (Caffe's contract), so the same activations are reused every step.
+// Activations are 4-D [N,C,H,W] in the device's layout. Parameter gradients (dw, dgamma,
+// dbeta, db) are added to what their tensors hold, as every framework's backward does: gradient
+// accumulation over micro-batches and DataParallel's reduce need no buffers of their own, and a
+// step starts with ParameterSet::zero_grad().
+class Ops {
+ public:
+  virtual ~Ops() = default;
+
+  // The loader's augmentation, done after the copy (--augment-on device). raw: uint8 images
+  // [N,C,H,W] in NHWC, as the dataset stores them; crops: i32 [N,3], each sample's (dy, dx,
+  // flip); table: f32 [C*256], the normalised value of every pixel value (normalization_table).
+  // Writes out [N,C,H,W], padded with `pad`, cropped, flipped and normalised, value for value
+  // what the loader's threads write (cpu::augment_image).
+  virtual void augment(const Tensor& raw, const Tensor& crops, const Tensor& table, int pad,
+                       Tensor& out) = 0;
+
+  // Convolution, no bias.
+  virtual void conv_forward(const ConvGeometry& g, const Tensor& x, const Tensor& w, Tensor& y) = 0;
+  virtual void conv_backward_data(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
+                                  Tensor& dx) = 0;
+  // dw += the filter gradient.
+  virtual void conv_backward_filter(const ConvGeometry& g, const Tensor& x, const Tensor& dy,
+                                    Tensor& dw) = 0;
+
+  // Batch norm over N,H,W per channel, optionally followed by a ReLU in the same pass, in
+  // phases so that SyncBatchNorm can all-reduce the per-channel sums between them (f64
+  // tensors). Forward: sums [2C+1] = (sum x, sum x^2, count); then normalise with the batch
+  // statistics they give, keep mean and 1/std for backward, and update the running statistics
+  // as PyTorch does (unbiased running variance). Backward: sums [2C] = (sum g, sum g*xhat) with
+  // g the gradient masked by the ReLU (recomputed from x, the statistics, gamma and beta);
+  // dgamma and dbeta += this rank's sums, dx from the global ones over `count` values.
+  virtual void batch_norm_sums(const Tensor& x, Tensor& sums) = 0;
+  virtual void batch_norm_forward_from_sums(const Tensor& x, const Tensor& gamma,
+                                            const Tensor& beta, const Tensor& sums, float momentum,
+                                            float eps, bool relu, Tensor& y, Tensor& save_mean,
+                                            Tensor& save_invstd, Tensor& running_mean,
+                                            Tensor& running_var) = 0;
+  virtual void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       const Tensor& running_mean, const Tensor& running_var,
+                                       float eps, bool relu, Tensor& y) = 0;
+  virtual void batch_norm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                        const Tensor& beta, const Tensor& save_mean,
+                                        const Tensor& save_invstd, bool relu, Tensor& sums) = 0;
+  virtual void batch_norm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                             const Tensor& beta, const Tensor& save_mean,
+                                             const Tensor& save_invstd, bool relu,
+                                             const Tensor& local_sums, const Tensor& global_sums,
+                                             double count, Tensor& dx, Tensor& dgamma,
+                                             Tensor& dbeta) = 0;
+
+  // Elementwise. y may alias a; dx may alias dy.
+  virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+  virtual void scale(Tensor& t, double factor) = 0;
+  // y = relu(a + b): the end of every residual block.
+  virtual void add_relu(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+
+  // Pooling.
+  virtual void max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) = 0;
+  virtual void max_pool_backward(const PoolGeometry& g, const Tensor& x, const Tensor& y,
+                                 const Tensor& dy, Tensor& dx) = 0;
+  virtual void global_avg_pool_forward(const Tensor& x, Tensor& y) = 0;  // [N,C,H,W] -> [N,C]
+  virtual void global_avg_pool_backward(const Tensor& dy, Tensor& dx) = 0;
+
+  // Classifier: y[N,M] = x[N,K] w[M,K]^T + b[M]; backward adds to dw and db.
+  virtual void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void linear_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx,
+                               Tensor& dw, Tensor& db) = 0;
+
+  // Mean softmax cross-entropy over the batch with label smoothing (PyTorch's definition).
+  // Writes the gradient of the mean loss into dlogits when given. labels are i32.
+  virtual double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
+                                       Tensor* dlogits) = 0;
+  // Number of rows whose arg-max (first maximum) equals the label.
+  virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) = 0;
+
+  // Whether every element is finite (fp16 loss scaling skips a step when not).
+  virtual bool all_finite(const Tensor& t) = 0;
+
+  // One SGD step over the flat buffers: params, grads and momentum have the same shape; grads
+  // may be in the compute dtype while params and momentum are f32.
+  virtual void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
+                        const Tensor& grads, Tensor& momentum) = 0;
+};
+
+}  // namespace ringtrain

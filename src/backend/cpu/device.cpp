@@ -1,0 +1,80 @@
+// The CPU backend's device services: memory, copies, casts and the host clock. Its ops live
+// beside it, one file per kind, named as the CUDA backend's: conv.cpp, batch_norm.cpp, pool.cpp,
+// classifier.cpp, loss.cpp, elementwise.cpp, augment.cpp, sgd.cpp.
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "kernels.hpp"
+#include "ringtrain/core/layout.hpp"
+
+namespace ringtrain {
+
+using cpu::dispatch_float;
+using cpu::elementwise;
+
+CpuBackend::CpuBackend(int threads)
+    : pool_((threads > 0 ? threads
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) -
+            1) {
+  openblas_set_num_threads(1);
+}
+
+Tensor CpuBackend::zeros(const Shape& shape, DType dtype) {
+  return Tensor::zeros(shape, dtype);
+}
+
+void CpuBackend::fill(Tensor& t, double value) {
+  if (t.dtype() == DType::i32) {
+    std::fill(t.data<int>(), t.data<int>() + t.numel(), static_cast<int>(value));
+    return;
+  }
+  dispatch_float("fill", t, [&](auto tag) {
+    using T = decltype(tag);
+    std::fill(t.data<T>(), t.data<T>() + t.numel(), static_cast<T>(value));
+  });
+}
+
+int CpuBackend::mark(const char*) {
+  marks_.push_back(std::chrono::steady_clock::now());
+  return static_cast<int>(marks_.size()) - 1;
+}
+
+double CpuBackend::seconds_between(int from, int to) {
+  return std::chrono::duration<double>(marks_.at(static_cast<size_t>(to)) -
+                                       marks_.at(static_cast<size_t>(from)))
+      .count();
+}
+
+std::shared_ptr<void> CpuBackend::host_buffer(std::size_t bytes) {
+  return Tensor::zeros({static_cast<int64_t>(bytes)}, DType::u8).shared_storage();
+}
+
+void CpuBackend::copy(const Tensor& src, Tensor& dst) {
+  RT_CHECK(src.nbytes() == dst.nbytes() && src.dtype() == dst.dtype(), "copy: ", src.describe(),
+           " into ", dst.describe());
+  if (src.layout() != dst.layout() && src.rank() == 4) {
+    convert_layout(src, dst);
+  } else {
+    std::memcpy(dst.raw(), src.raw(), src.nbytes());
+  }
+}
+
+void CpuBackend::cast(const Tensor& src, Tensor& dst) {
+  RT_CHECK(src.numel() == dst.numel(), "cast: ", src.describe(), " into ", dst.describe());
+  dispatch_float("cast", src, [&](auto from) {
+    dispatch_float("cast", dst, [&](auto to) {
+      using From = decltype(from);
+      using To = decltype(to);
+      const From* in = src.data<From>();
+      To* out = dst.data<To>();
+      elementwise<To>(pool_, src.numel(), [&](int64_t i) { out[i] = static_cast<To>(in[i]); });
+    });
+  });
+}
+
+}  // namespace ringtrain
