@@ -47,7 +47,6 @@ class ImageWriter {
   }
   DType dtype() const { return dtype_; }
   Layout layout() const { return layout_; }
-  int pad() const { return pad_; }
   // Whether write() leaves the augmentation to the device.
   bool raw() const { return dtype_ == DType::u8; }
 

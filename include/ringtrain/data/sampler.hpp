@@ -19,7 +19,6 @@ class DistributedSampler {
                      uint64_t seed);
 
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
-  int64_t epoch() const { return epoch_; }
   int64_t per_rank() const { return per_rank_; }
   std::vector<int64_t> indices() const;
   std::vector<int64_t> indices_for_epoch(int64_t epoch) const;
