@@ -19,7 +19,6 @@ class DataParallel {
  public:
   DataParallel(const ResNetConfig& config, int devices, int threads_per_device, uint64_t seed);
 
-  int devices() const { return static_cast<int>(replicas_.size()); }
   ResNet& primary() { return *replicas_.front().model; }
   Backend& primary_backend() { return *replicas_.front().backend; }
 
