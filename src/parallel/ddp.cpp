@@ -1,6 +1,44 @@
 #include "ringtrain/parallel/ddp.hpp"
 
+#include "ringtrain/core/hash.hpp"
+
 namespace ringtrain {
+namespace {
+
+// The parameters' names and shapes, in order: equal on every rank of one model.
+std::string layout_of(const ParameterSet& params) {
+  std::string s;
+  for (const ParamInfo& p : params.param_infos())
+    s += str_cat(p.name, " ", shape_str(p.shape), ";");
+  return s;
+}
+
+std::string first_and_last(const ParameterSet& params) {
+  const auto& infos = params.param_infos();
+  if (infos.empty()) return "no parameters";
+  return str_cat(infos.size(), " tensors of ", params.param_count(), " values, from ",
+                 infos.front().name, " ", shape_str(infos.front().shape), " to ", infos.back().name,
+                 " ", shape_str(infos.back().shape));
+}
+
+}  // namespace
+
+// Note: the buckets, the broadcasts and every all-reduce assume the same parameters on every
+// rank; a rank with another model (another --width, or a --data file with other classes on
+// its node) would all-reduce mismatched ranges, or read past a buffer. Each rank contributes a
+// small number x derived from its layout; sum(x) and sum(x^2) over n ranks equal n*x and n*x^2
+// exactly (whole numbers below 2^53) only when every rank's x is the same.
+void DistributedDataParallel::check_same_model() {
+  const std::string layout = layout_of(params_);
+  const double x = static_cast<double>(xxh64(layout.data(), layout.size()) % (1u << 20));
+  double sums[2] = {x, x * x};
+  comm_.all_reduce_host(sums, 2, ReduceOp::sum);
+  const double n = comm_.size();
+  RT_CHECK(sums[0] == n * x && sums[1] == n * x * x, "ddp: the ranks built different models; rank ",
+           comm_.rank(), " has ", first_and_last(params_),
+           ". Every rank must run the same --depth, --width and --stem on data with the same ",
+           "channels and classes: check that --data names the same file on every node");
+}
 
 DistributedDataParallel::DistributedDataParallel(ParameterSet& params, Communicator& comm,
                                                  Backend& backend, const DdpConfig& config)
@@ -8,6 +46,7 @@ DistributedDataParallel::DistributedDataParallel(ParameterSet& params, Communica
   RT_CHECK(config.bucket_cap_mb > 0 && config.first_bucket_mb > 0,
            "ddp: bucket sizes must be positive, got ", config.bucket_cap_mb, " and ",
            config.first_bucket_mb, " MB");
+  check_same_model();
   const auto& infos = params.param_infos();
   const double element_bytes = static_cast<double>(dtype_size(params.flat_grads().dtype()));
   bucket_of_.assign(infos.size(), -1);

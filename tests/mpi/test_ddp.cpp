@@ -143,6 +143,31 @@ TEST(Ddp, GradientAccumulationEqualsOneProcessOnAllMicroBatches) {
     ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::abs(b[i]))) << "parameter element " << i;
 }
 
+// A rank with another model (here: the last rank's fc has one class more) is refused on every
+// rank before any all-reduce, naming that rank's parameters and the remedy.
+TEST(Ddp, RefusesRanksWithDifferentModels) {
+  World& world = World::get();
+  MpiCommunicator comm(world.comm());
+  if (comm.size() < 2) GTEST_SKIP() << "needs two ranks";
+  CpuBackend backend(1);
+  const bool odd_one = comm.rank() == comm.size() - 1;
+  ParameterSet params;
+  Linear fc(params, "fc", 8, odd_one ? kClasses + 1 : kClasses);
+  params.allocate(backend, DType::f32);
+  try {
+    DistributedDataParallel ddp(params, comm, backend, DdpConfig{});
+    ADD_FAILURE() << "rank " << comm.rank() << ": different models were accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("different models"), std::string::npos) << what;
+    EXPECT_NE(what.find(odd_one ? "fc.weight [5,8]" : "fc.weight [4,8]"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("--width"), std::string::npos) << what;
+  }
+  TinyNet same(backend, 5);  // the same model everywhere is accepted
+  EXPECT_NO_THROW(DistributedDataParallel(same.params, comm, backend, DdpConfig{}));
+}
+
 TEST(Ddp, WithoutOverlapEveryBucketWaitsForTheEndOfBackward) {
   World& world = World::get();
   MpiCommunicator comm(world.comm());

@@ -48,6 +48,8 @@ class DistributedDataParallel {
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
  private:
+  // Collective: throws on every rank when the ranks' parameter layouts differ.
+  void check_same_model();
   void on_gradient(int id);
   std::string describe_param(int id) const;  // "layer3.2.conv2.weight [256,256,3,3]"
   void launch(Bucket& b, bool during_backward);
