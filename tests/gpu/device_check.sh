@@ -89,6 +89,13 @@ stage_env() {
       problems+=("the driver supports CUDA $driver, the binaries need $runtime: a newer driver")
     fi
   fi
+  if [ -x "$BIN/ringtrain" ]; then
+    echo "-- ringtrain starts: one CPU step of a tiny model (MPI_Init as a singleton)"
+    (cd "$WORK" && within "$BIN/ringtrain" data synth --out tiny.h5 --train 64 --test 16 &&
+      within "$BIN/ringtrain" train --device cpu --data tiny.h5 --depth 18 --width 0.125 \
+        --steps 1 --batch-size 8 --threads 1 --workers 0 --no-eval) ||
+      problems+=("ringtrain train cannot start (an Open MPI singleton needs orted on PATH)")
+  fi
   key "${#problems[@]} problems"
   [ ${#problems[@]} -eq 0 ] || fail "$(IFS=';'; echo "${problems[*]}")"
 }
