@@ -5,10 +5,11 @@
 #       results.tsv, summary.md and on stdout; and the real mode stops at once, saying why, when
 #       nvidia-smi fails or lists no GPU.
 #   check_device_check.sh fake-gpu RINGTRAIN_GPU_TESTS RINGTRAIN
-#       the real mode against an nvidia-smi that claims a GPU, with only these two binaries: every
-#       stage ends in results.tsv; each GPU test ran in its own process with RINGTRAIN_REQUIRE_GPU=1
-#       and so failed, and was rerun with CUDA_LAUNCH_BLOCKING=1, both logs kept. Exit 77 (skipped)
-#       where a real GPU is present.
+#       the real mode against an nvidia-smi that claims a GPU, with these two binaries and a fake
+#       cudnn_probe and bench_train_gpu: every stage ends in results.tsv; each GPU test ran in its
+#       own process with RINGTRAIN_REQUIRE_GPU=1 and so failed, and was rerun with
+#       CUDA_LAUNCH_BLOCKING=1, both logs kept; the key numbers are read from the outputs. Exit 77
+#       (skipped) where a real GPU is present.
 set -u
 check=$(cd "$(dirname "$0")" && pwd)/device_check.sh
 tmp=$(mktemp -d)
@@ -42,6 +43,7 @@ has_table() {
   for s in $stages; do grep -q "^| $s | " "$file" || return 1; done
 }
 result_of() { awk -F'\t' -v s="$2" '$1 == s { print $2 }' "$1/results.tsv"; }
+key_of() { awk -F'\t' -v s="$2" '$1 == s { print $3 }' "$1/results.tsv"; }
 starts_with() { [[ $1 == "$2"* ]]; }
 contains() { [[ $1 == *"$2"* ]]; }
 # The number of files in $1 whose names match (grep -c) or do not match (grep -vc) $3.
@@ -84,6 +86,25 @@ dry_run() {
   expect "no device: says why" grep -q "no GPU here: .*No devices were found" "$case/stderr"
 }
 
+# A cudnn_probe and a bench_train_gpu that print what the real ones print on a GPU (an old
+# driver, one NCHW pass without an algorithm), so that the check's reading of them is tested.
+fake_probe_and_bench() {
+  cat >"$1/cudnn_probe" <<'EOF'
+#!/bin/sh
+if [ "${1:-}" = --versions ]; then
+  echo "CUDA driver API 12080, runtime 13000 (the probe's, static)"
+  exit 0
+fi
+echo "conv 3x3 stride 1 pad 1 [256,3,32,32] -> [256,64,32,32] [resnet18] f32 nchw forward: NONE"
+echo "cudnn_probe: 33 shapes, 792 queries, 1 NONE (0 in NHWC)"
+EOF
+  cat >"$1/bench_train_gpu" <<'EOF'
+#!/bin/sh
+echo "on-device data        24310 img/s    189.4 TFLOP/s  MFU 19.1%"
+EOF
+  chmod +x "$1/cudnn_probe" "$1/bench_train_gpu"
+}
+
 fake_gpu() {
   local gpu_tests=$1 ringtrain=$2 case=$tmp/fake rc listed
   if "$gpu_tests" --gtest_filter='CudaTraining.Bf16*' 2>&1 | grep -q '^\[  PASSED  \] [1-9]'; then
@@ -94,6 +115,7 @@ fake_gpu() {
   mkdir -p "$case/binaries"
   ln -s "$gpu_tests" "$case/binaries/ringtrain_gpu_tests"
   ln -s "$ringtrain" "$case/binaries/ringtrain"
+  fake_probe_and_bench "$case/binaries"
   PATH="$case/bin:$PATH" OUT=$case/out DEVICE_CHECK_BIN=$case/binaries timeout 420 \
     bash "$check" >"$case/stdout" 2>&1
   rc=$?
@@ -102,8 +124,10 @@ fake_gpu() {
   expect "fake GPU: results.tsv has the 8 stages in order, 4 columns each" well_formed "$out"
   expect "fake GPU: the table printed" has_table "$case/stdout"
   expect "fake GPU: the table in summary.md" has_table "$out/summary.md"
-  expect "fake GPU: env fails, naming the missing cudnn_probe" \
-    contains "$(result_of "$out" env)" "cudnn_probe: not in"
+  expect "fake GPU: env fails, saying the driver is older than the CUDA runtime" \
+    contains "$(result_of "$out" env)" "the driver supports CUDA 12080, the binaries need 13000"
+  expect "fake GPU: cudnn ok" [ "$(result_of "$out" cudnn)" = ok ]
+  expect "fake GPU: cudnn's key number is the NONE count" [ "$(key_of "$out" cudnn)" = "1 NONE" ]
   listed=$("$gpu_tests" --gtest_list_tests | grep -c '^  ')
   expect "fake GPU: all $listed GPU tests fail under RINGTRAIN_REQUIRE_GPU=1" \
     starts_with "$(result_of "$out" tests)" "FAIL: $listed failed: "
@@ -118,8 +142,10 @@ fake_gpu() {
     [ "$(($(wc -l <"$out/gpu_tests.tsv") - 1))" -eq "$listed" ]
   expect "fake GPU: cifar10 skipped without an importer" \
     [ "$(result_of "$out" cifar10)" = "skipped: no image importer in this build" ]
-  expect "fake GPU: resnet50 fails, naming the missing bench_train_gpu" \
-    starts_with "$(result_of "$out" resnet50)" "FAIL: no bench_train_gpu binary"
+  expect "fake GPU: resnet50 fails in ringtrain train --workers 0" \
+    [ "$(result_of "$out" resnet50)" = "FAIL: ringtrain train --workers 0 failed" ]
+  expect "fake GPU: resnet50 keeps the on-device rate as its key number" \
+    [ "$(key_of "$out" resnet50)" = "on-device 24310 img/s" ]
 }
 
 case ${1:-} in

@@ -58,8 +58,8 @@ need_bin() {
   [ -x "$BIN/$1" ] || fail "no $1 binary in $BIN (rebuild the bundle: tests/gpu/pack.sh)"
 }
 workers() { local n; n=$(nproc); echo $((n < 8 ? n : 8)); }
-# The first capture group of an extended regex in a file, or "?".
-grab() { sed -nE "s/.*$1.*/\\1/p" "$2" 2>/dev/null | head -1 | grep . || echo "?"; }
+# The first capture group of an extended regex (no '#' in it) in a file, or "?".
+grab() { sed -nE "s#.*$1.*#\\1#p" "$2" 2>/dev/null | head -1 | grep . || echo "?"; }
 
 # ---- the stages --------------------------------------------------------------------------------
 
