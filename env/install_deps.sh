@@ -12,7 +12,7 @@ packages=(
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev
   python3 python3-matplotlib python3-h5py
-  graphviz
+  graphviz shellcheck
   slurmctld slurmd slurm-client
 )
 

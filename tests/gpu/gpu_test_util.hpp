@@ -5,22 +5,34 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/half.hpp"
 
-// Skips the test, saying why, where no CUDA device can be used.
-#define RT_SKIP_WITHOUT_GPU()                                                    \
-  do {                                                                           \
-    const ::ringtrain::DeviceInventory inventory = ::ringtrain::probe_devices(); \
-    if (inventory.cuda_devices == 0)                                             \
-      GTEST_SKIP() << "no CUDA device to test on: " << inventory.why_none;       \
-  } while (0)
-
 namespace ringtrain::test {
+
+// RINGTRAIN_REQUIRE_GPU=1: a GPU test that would skip fails.
+inline bool gpu_required() {
+  const char* value = std::getenv("RINGTRAIN_REQUIRE_GPU");
+  return value != nullptr && std::string(value) == "1";
+}
+
+// Skips the test, saying why, where no CUDA device can be used; with RINGTRAIN_REQUIRE_GPU=1
+// (the GPU check sets it) that is a failure instead: a GPU machine that skips has not tested.
+#define RT_SKIP_WITHOUT_GPU()                                                                 \
+  do {                                                                                        \
+    const ::ringtrain::DeviceInventory inventory = ::ringtrain::probe_devices();              \
+    if (inventory.cuda_devices == 0) {                                                        \
+      if (::ringtrain::test::gpu_required())                                                  \
+        GTEST_FAIL() << "RINGTRAIN_REQUIRE_GPU=1 but no CUDA device: " << inventory.why_none; \
+      GTEST_SKIP() << "no CUDA device to test on: " << inventory.why_none;                    \
+    }                                                                                         \
+  } while (0)
 
 inline std::unique_ptr<Backend> gpu_backend(DType compute, bool deterministic = false) {
   CudaOptions o;

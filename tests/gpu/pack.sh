@@ -11,12 +11,12 @@ bash env/install_deps.sh
 # (AVX-512 FP16, say) that the GPU machine's CPU may lack.
 cmake -S . -B build-pack -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGTRAIN_CUDA=ON \
   -DRINGTRAIN_MARCH=x86-64-v3 >/dev/null
-cmake --build build-pack -j "$(nproc)" --target ringtrain_gpu_tests bench_train_gpu
+cmake --build build-pack -j "$(nproc)" --target ringtrain_gpu_tests bench_train_gpu cudnn_probe ringtrain
 
 stage=build-gpu/bundle
 rm -rf build-gpu
 mkdir -p "$stage/bin" "$stage/lib" "$stage/lib-fallback"
-cp build-pack/tests/ringtrain_gpu_tests build-pack/bench/bench_train_gpu "$stage/bin/"
+cp build-pack/tests/ringtrain_gpu_tests build-pack/bench/bench_train_gpu build-pack/tests/cudnn_probe build-pack/ringtrain "$stage/bin/"
 for bin in "$stage"/bin/*; do ldd "$bin"; done | awk '/=> \//{print $3}' | sort -u |
   while read -r lib; do
     case "$(basename "$lib")" in
