@@ -113,6 +113,25 @@ TEST_P(CudaOps, BatchNormTrainEvalAndBackwardWithAndWithoutRelu) {
   }
 }
 
+// An empty batch (no rows) sums to zero with a count of 0, as on the CPU, instead of launching
+// a grid with no blocks (an invalid configuration).
+TEST_P(CudaOps, BatchNormSumsOfAnEmptyBatchAreZero) {
+  const Shape shape = {0, 8, 4, 4};
+  const int64_t c = shape[1];
+  Tensor x_dev = gpu_->zeros(shape, dtype()), dy_dev = gpu_->zeros(shape, dtype());
+  Tensor v_dev = upload(*gpu_, random_f32({c}, rng_, 0.1, 1.0), DType::f32);
+  Tensor sums = gpu_->zeros({2 * c + 1}, DType::f64), grad_sums = gpu_->zeros({2 * c}, DType::f64);
+  gpu_->fill(sums, 7.0);
+  gpu_->fill(grad_sums, 7.0);
+  gpu_->batch_norm_sums(x_dev, sums);
+  gpu_->batch_norm_backward_sums(x_dev, dy_dev, v_dev, v_dev, v_dev, v_dev, true, grad_sums);
+  for (const Tensor* t : {&sums, &grad_sums}) {
+    Tensor host = Tensor::zeros(t->shape(), DType::f64);
+    gpu_->copy(*t, host);
+    for (int64_t i = 0; i < host.numel(); ++i) EXPECT_EQ(host.data<double>()[i], 0.0) << i;
+  }
+}
+
 TEST_P(CudaOps, MaxPoolAndGlobalAveragePool) {
   PoolGeometry g;
   g.n = 2;
