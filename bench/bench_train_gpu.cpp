@@ -3,11 +3,14 @@
 // augmenting into pinned slots, copies on the copy stream) feeding it, and with the loader
 // gathering uint8 images that the GPU augments (--augment-on device); plus achieved TFLOP/s and
 // MFU against the device's dense 16-bit peak; and the stem convolution with its 3 input
-// channels against 4 and 8 (zero-padded inputs), to tell whether padding the input pays on
-// this cuDNN. Needs a GPU; says so and exits 2 without one.
+// channels against 4 and 8 (the real images, zero-padded), to tell whether padding the input pays
+// on this cuDNN. Needs a GPU; says so and exits 2 without one.
 //   build/bench/bench_train_gpu --depth 50 --batch-size 256 --amp bf16 --workers 8
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <random>
 
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
@@ -53,12 +56,50 @@ double loader_rate(ResNet& model, Backend& backend, Sgd& sgd, DevicePrefetcher& 
   return double(steps) * batch / seconds_since(t0);
 }
 
+// The real images (a [N,3,H,W] device batch) with zero channels after the third, up to
+// `channels`.
+Tensor stem_input(Backend& backend, const Tensor& images, int channels) {
+  const Shape& s = images.shape();
+  Tensor host = Tensor::zeros(s, images.dtype());
+  backend.copy(images, host);
+  Tensor padded = Tensor::zeros({s[0], channels, s[2], s[3]}, images.dtype());
+  const std::size_t plane = static_cast<std::size_t>(s[2] * s[3]) * dtype_size(images.dtype());
+  for (int64_t n = 0; n < s[0]; ++n)
+    std::memcpy(static_cast<char*>(padded.raw()) + n * channels * plane,
+                static_cast<const char*>(host.raw()) + n * s[1] * plane, s[1] * plane);
+  Tensor dev = backend.zeros(padded.shape(), images.dtype());
+  backend.copy(padded, dev);
+  return dev;
+}
+
+// He-initialised weights of `shape` in the compute dtype.
+Tensor random_weights(Backend& backend, const Shape& shape) {
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> dist(0.0f, std::sqrt(2.0f / (shape[1] * shape[2] * shape[3])));
+  Tensor host = Tensor::zeros(shape, DType::f32);
+  for (int64_t i = 0; i < host.numel(); ++i) host.data<float>()[i] = dist(rng);
+  Tensor f32 = backend.zeros(shape, DType::f32), w = backend.zeros(shape, backend.compute_dtype());
+  backend.copy(host, f32);
+  backend.cast(f32, w);
+  return w;
+}
+
 // Median milliseconds of the cifar stem's forward and weight-gradient passes (3x3, 64 filters,
-// stride 1 on 32x32) at `channels` input channels: what padding the input to 4 or 8 would buy.
-std::pair<double, double> stem_conv_ms(Backend& backend, int batch, int channels) {
-  const ConvGeometry g{batch, channels, 32, 32, 64, 3, 3, 1, 1};
+// stride 1) on the real images at `channels` input channels (zero-padded beyond 3): what
+// padding the input to 4 or 8 would buy.
+std::pair<double, double> stem_conv_ms(Backend& backend, const Tensor& images, int channels) {
+  const ConvGeometry g{static_cast<int>(images.dim(0)),
+                       channels,
+                       static_cast<int>(images.dim(2)),
+                       static_cast<int>(images.dim(3)),
+                       64,
+                       3,
+                       3,
+                       1,
+                       1};
   const DType t = backend.compute_dtype();
-  Tensor x = backend.zeros({g.n, g.c, g.h, g.w}, t), w = backend.zeros({g.k, g.c, g.r, g.s}, t);
+  Tensor x = stem_input(backend, images, channels),
+         w = random_weights(backend, {g.k, g.c, g.r, g.s});
   Tensor y = backend.zeros({g.n, g.k, g.p(), g.q()}, t), dw = backend.zeros(w.shape(), t);
   auto median_ms = [&](auto&& pass) {
     pass();  // the algorithm search
@@ -164,7 +205,7 @@ int main(int argc, char** argv) {
   std::printf("loader with GPU augmentation / on-device: %.3f\n", augment_on_device / on_device);
   const double step_ms = 1e3 * batch / on_device;
   for (int channels : {3, 4, 8}) {
-    const auto [forward, filter] = stem_conv_ms(*backend, batch, channels);
+    const auto [forward, filter] = stem_conv_ms(*backend, images, channels);
     std::printf("stem conv C=%d: forward %.3f ms, weight gradient %.3f ms (%.1f%% of a step)\n",
                 channels, forward, filter, 100 * (forward + filter) / step_ms);
   }

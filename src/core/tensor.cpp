@@ -1,5 +1,6 @@
 #include "ringtrain/core/tensor.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -34,10 +35,10 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Layout layout) {
     RT_CHECK(d >= 0, "Tensor::zeros: negative dimension in ", shape_str(shape));
   const std::size_t bytes = static_cast<std::size_t>(
       checked_mul(shape_numel(shape), static_cast<int64_t>(dtype_size(dtype)), "tensor bytes"));
-  const std::size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  const std::size_t rounded = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
+  void* p = std::aligned_alloc(256, rounded);
   RT_CHECK(p != nullptr, "Tensor::zeros: cannot allocate ", bytes, " bytes for ", shape_str(shape));
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
+  std::memset(p, 0, rounded);
   return adopt(std::shared_ptr<void>(p, std::free), shape, dtype, DeviceId{}, layout);
 }
 

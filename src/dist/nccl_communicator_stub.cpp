@@ -3,8 +3,23 @@
 
 namespace ringtrain {
 
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, Device&, const CommOptions&) {
+namespace {
+[[noreturn]] void no_nccl() {
   throw Error("the NCCL communicator is not built into this ringtrain (no CUDA backend)");
+}
+}  // namespace
+
+NcclUniqueId make_nccl_unique_id() {
+  no_nccl();
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, Device&, const CommOptions&) {
+  no_nccl();
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator(const NcclUniqueId&, int, int, Device&,
+                                                     const CommOptions&) {
+  no_nccl();
 }
 
 }  // namespace ringtrain

@@ -2,18 +2,41 @@
 
 namespace ringtrain {
 
+namespace {
+
+// Note: params (f32 or f64), weights and grads (the compute dtype: 2 or 4 bytes) share element
+// offsets, so offsets are multiples of 128 elements: 256 bytes in 2-byte buffers, 512 in f32,
+// 1024 in f64. With every buffer's base 256-byte aligned (cudaMalloc, Tensor::zeros), every
+// parameter's view is 256-byte aligned in every buffer, as cuDNN and vector loads want. The
+// padding between parameters is zero and stays zero: its gradients are zero, so SGD (momentum,
+// weight decay) leaves it at zero.
+constexpr int64_t kAlignElements = 128;
+
+int64_t aligned(int64_t offset) {
+  return (offset + kAlignElements - 1) / kAlignElements * kAlignElements;
+}
+
+}  // namespace
+
 int ParameterSet::add(const std::string& name, const Shape& shape, ParamKind kind) {
   RT_CHECK(!allocated(), "ParameterSet::add: '", name, "' registered after allocation");
-  param_infos_.push_back({name, shape, kind, param_numel_});
-  param_numel_ += shape_numel(shape);
+  param_infos_.push_back({name, shape, kind, aligned(param_numel_)});
+  param_numel_ = param_infos_.back().offset + shape_numel(shape);
+  param_count_ += shape_numel(shape);
   return static_cast<int>(param_infos_.size()) - 1;
 }
 
 int ParameterSet::add_buffer(const std::string& name, const Shape& shape) {
   RT_CHECK(!allocated(), "ParameterSet::add_buffer: '", name, "' registered after allocation");
-  buffer_infos_.push_back({name, shape, ParamKind::norm_weight, buffer_numel_});
-  buffer_numel_ += shape_numel(shape);
+  buffer_infos_.push_back({name, shape, ParamKind::norm_weight, aligned(buffer_numel_)});
+  buffer_numel_ = buffer_infos_.back().offset + shape_numel(shape);
   return static_cast<int>(buffer_infos_.size()) - 1;
+}
+
+int64_t ParameterSet::span(int id) const {
+  const size_t i = static_cast<size_t>(id);
+  const int64_t end = i + 1 < param_infos_.size() ? param_infos_[i + 1].offset : param_numel_;
+  return end - param_infos_.at(i).offset;
 }
 
 void ParameterSet::allocate(Device& device, DType dtype) {
@@ -53,11 +76,12 @@ Tensor ParameterSet::buffer(int id) const {
 
 std::vector<DecayRun> ParameterSet::decay_runs(bool decay_norm_and_bias) const {
   std::vector<DecayRun> runs;
-  for (const ParamInfo& p : param_infos_) {
+  for (size_t i = 0; i < param_infos_.size(); ++i) {
+    const ParamInfo& p = param_infos_[i];
     const bool exempt = p.kind == ParamKind::norm_weight || p.kind == ParamKind::norm_bias ||
                         p.kind == ParamKind::linear_bias;
     const bool decay = decay_norm_and_bias || !exempt;
-    const int64_t size = shape_numel(p.shape);
+    const int64_t size = span(static_cast<int>(i));
     if (!runs.empty() && runs.back().decay == decay) {
       runs.back().size += size;
     } else {

@@ -56,14 +56,19 @@ DistributedDataParallel::DistributedDataParallel(ParameterSet& params, Communica
   // first all-reduced, while backward still runs the earlier layers. The first bucket is small
   // so that communication starts early; every rank cuts the same buckets from the same
   // parameter list, so their all-reduces pair up without any negotiation.
+  // The cap counts parameters, a bucket's range also the padding between them.
+  int64_t filled = 0;
   for (size_t i = infos.size(); i-- > 0;) {
     const int64_t n = shape_numel(infos[i].shape);
     const double cap = (buckets_.size() <= 1 ? config.first_bucket_mb : config.bucket_cap_mb) * 1e6;
-    if (buckets_.empty() || (buckets_.back().size + n) * element_bytes > cap)
+    if (buckets_.empty() || (filled + n) * element_bytes > cap) {
       buckets_.push_back(Bucket{});
+      filled = 0;
+    }
     Bucket& b = buckets_.back();
+    filled += n;
     b.offset = infos[i].offset;
-    b.size += n;
+    b.size += params.span(static_cast<int>(i));
     ++b.params;
     bucket_of_[i] = static_cast<int>(buckets_.size()) - 1;
   }

@@ -1,8 +1,10 @@
 // Each CUDA op against the CPU backend on fresh random inputs, in f32 (within 1e-4 of the
 // largest value) and in bf16 (within 1e-2), the CPU seeing the inputs rounded to the GPU's
 // dtype. Skipped, with the reason, where there is no GPU.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "gpu_test_util.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
@@ -27,6 +29,21 @@ class CudaOps : public ::testing::TestWithParam<DType> {
   // Rounded host input and its device copy.
   std::pair<Tensor, Tensor> input(const Shape& shape, double scale = 1.0, double mean = 0.0) {
     Tensor host = rounded(random_f32(shape, rng_, scale, mean), dtype());
+    return {host, upload(*gpu_, host, dtype())};
+  }
+  // Max pooling needs inputs without ties in a window (CPU and GPU may pick different ones of
+  // equal values): each [H,W] plane is a random permutation of H*W distinct multiples of 1/32,
+  // exact in bf16 and f16 (at most 8 significant bits while H*W <= 256).
+  std::pair<Tensor, Tensor> tie_free_input(const Shape& shape) {
+    const int64_t plane = shape[2] * shape[3];
+    EXPECT_LE(plane, 256);
+    Tensor host = Tensor::zeros(shape, DType::f32);
+    std::vector<float> values(static_cast<size_t>(plane));
+    for (int64_t k = 0; k < plane; ++k) values[static_cast<size_t>(k)] = (k - plane / 2) / 32.0f;
+    for (int64_t at = 0; at < host.numel(); at += plane) {
+      std::shuffle(values.begin(), values.end(), rng_);
+      std::copy(values.begin(), values.end(), host.data<float>() + at);
+    }
     return {host, upload(*gpu_, host, dtype())};
   }
   void expect_close(const Tensor& dev, const Tensor& want, const char* what) {
@@ -113,12 +130,31 @@ TEST_P(CudaOps, BatchNormTrainEvalAndBackwardWithAndWithoutRelu) {
   }
 }
 
+// An empty batch (no rows) sums to zero with a count of 0, as on the CPU, instead of launching
+// a grid with no blocks (an invalid configuration).
+TEST_P(CudaOps, BatchNormSumsOfAnEmptyBatchAreZero) {
+  const Shape shape = {0, 8, 4, 4};
+  const int64_t c = shape[1];
+  Tensor x_dev = gpu_->zeros(shape, dtype()), dy_dev = gpu_->zeros(shape, dtype());
+  Tensor v_dev = upload(*gpu_, random_f32({c}, rng_, 0.1, 1.0), DType::f32);
+  Tensor sums = gpu_->zeros({2 * c + 1}, DType::f64), grad_sums = gpu_->zeros({2 * c}, DType::f64);
+  gpu_->fill(sums, 7.0);
+  gpu_->fill(grad_sums, 7.0);
+  gpu_->batch_norm_sums(x_dev, sums);
+  gpu_->batch_norm_backward_sums(x_dev, dy_dev, v_dev, v_dev, v_dev, v_dev, true, grad_sums);
+  for (const Tensor* t : {&sums, &grad_sums}) {
+    Tensor host = Tensor::zeros(t->shape(), DType::f64);
+    gpu_->copy(*t, host);
+    for (int64_t i = 0; i < host.numel(); ++i) EXPECT_EQ(host.data<double>()[i], 0.0) << i;
+  }
+}
+
 TEST_P(CudaOps, MaxPoolAndGlobalAveragePool) {
   PoolGeometry g;
   g.n = 2;
   g.c = 8;
   g.h = g.w = 9;
-  auto [x, x_dev] = input({g.n, g.c, g.h, g.w});
+  auto [x, x_dev] = tie_free_input({g.n, g.c, g.h, g.w});
   auto [dy, dy_dev] = input({g.n, g.c, g.p(), g.q()});
   Tensor y = Tensor::zeros(dy.shape(), DType::f32), dx = Tensor::zeros(x.shape(), DType::f32);
   cpu_.max_pool_forward(g, x, y);

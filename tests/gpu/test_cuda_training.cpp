@@ -1,6 +1,7 @@
-// The whole model on the GPU: a ResNet-50 step in f32 against the CPU backend, a short bf16
+// The whole model on the GPU: a small ResNet step in f32 against the CPU backend, a short bf16
 // run whose loss falls, and bit-identical repeats with deterministic cuDNN algorithms.
 // Skipped, with the reason, where there is no GPU.
+#include <cmath>
 #include <numeric>
 
 #include "gpu_test_util.hpp"
@@ -12,7 +13,6 @@ namespace ringtrain {
 namespace {
 
 using test::download;
-using test::max_rel_diff;
 using test::random_f32;
 using test::upload;
 
@@ -20,9 +20,9 @@ struct Batch {
   Tensor images, labels;  // host: f32 NCHW and i32
 };
 
-Batch random_batch(int n, uint64_t seed) {
+Batch random_batch(int n, uint64_t seed, int size = 32) {
   std::mt19937_64 rng(seed);
-  Batch b{random_f32({n, 3, 32, 32}, rng), Tensor::zeros({n}, DType::i32)};
+  Batch b{random_f32({n, 3, size, size}, rng), Tensor::zeros({n}, DType::i32)};
   for (int i = 0; i < n; ++i) b.labels.data<int>()[i] = static_cast<int>(rng() % 10);
   return b;
 }
@@ -42,15 +42,43 @@ Tensor device_labels(Backend& gpu, const Tensor& labels) {
   return dev;
 }
 
-TEST(CudaTraining, ResNet50StepInF32MatchesTheCpu) {
+// How far `got` is from `want` as whole tensors: ||got - want|| / ||want|| and the cosine of
+// the angle between them.
+struct TensorError {
+  double relative_l2, cosine;
+};
+
+TensorError tensor_error(const Tensor& got, const Tensor& want) {
+  EXPECT_EQ(got.shape(), want.shape());
+  double diff = 0, gg = 0, ww = 0, gw = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double g = got.data<float>()[i], w = want.data<float>()[i];
+    diff += (g - w) * (g - w);
+    gg += g * g;
+    ww += w * w;
+    gw += g * w;
+  }
+  if (ww == 0) return {std::sqrt(diff), gg == 0 ? 1.0 : 0.0};
+  return {std::sqrt(diff / ww), gg == 0 ? 0.0 : gw / std::sqrt(gg * ww)};
+}
+
+// Note: f32 on the GPU is true f32 (no TF32), so it differs from the CPU only in summation
+// order, ~1e-6 relative. But a ReLU or max-pool decision on a pre-activation near zero can
+// flip, and then a few gradient elements differ by their whole size: a per-element bound fails
+// on correct code, while the error of the whole tensor stays small. The bounds: gradients
+// within 1e-3 relative L2 error and a cosine above 0.9999; parameters after the step within
+// 1e-5 (the step moves them by a small fraction of their size).
+TEST(CudaTraining, SmallResNetStepInF32MatchesTheCpu) {
   RT_SKIP_WITHOUT_GPU();
-  const ResNetConfig config;  // resnet50, cifar stem, 10 classes
+  ResNetConfig config;
+  config.depth = 18;
+  config.width = 0.25;
   CpuBackend cpu;
   auto gpu = test::gpu_backend(DType::f32);
   ResNet cpu_model(config, cpu, DType::f32, 7), gpu_model(config, *gpu, DType::f32, 7);
   Sgd cpu_sgd(cpu_model.parameters(), cpu, SgdConfig{}),
       gpu_sgd(gpu_model.parameters(), *gpu, SgdConfig{});
-  const Batch b = random_batch(4, 3);
+  const Batch b = random_batch(8, 3, 16);
   const double cpu_loss = train_step(cpu_model, cpu, cpu_sgd, b.images, b.labels);
   const double gpu_loss = train_step(gpu_model, *gpu, gpu_sgd, upload(*gpu, b.images, DType::f32),
                                      device_labels(*gpu, b.labels));
@@ -59,9 +87,11 @@ TEST(CudaTraining, ResNet50StepInF32MatchesTheCpu) {
   ParameterSet &want = cpu_model.parameters(), &got = gpu_model.parameters();
   for (size_t id = 0; id < want.param_infos().size(); ++id) {
     const int i = static_cast<int>(id);
-    const std::string& name = want.param_infos()[id].name;
-    EXPECT_LE(max_rel_diff(download(*gpu, got.grad(i)), want.grad(i)), 1e-3) << name;
-    EXPECT_LE(max_rel_diff(download(*gpu, got.param(i)), want.param(i)), 1e-5) << name;
+    SCOPED_TRACE(want.param_infos()[id].name);
+    const TensorError grad = tensor_error(download(*gpu, got.grad(i)), want.grad(i));
+    EXPECT_LE(grad.relative_l2, 1e-3);
+    EXPECT_GE(grad.cosine, 0.9999);
+    EXPECT_LE(tensor_error(download(*gpu, got.param(i)), want.param(i)).relative_l2, 1e-5);
   }
 }
 

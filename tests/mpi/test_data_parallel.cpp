@@ -58,7 +58,7 @@ TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {
   }
   const float* a = ddp_model.parameters().flat_params().data<float>();
   const float* b = dp.primary().parameters().flat_params().data<float>();
-  for (int64_t i = 0; i < ddp_model.parameter_count(); ++i)
+  for (int64_t i = 0; i < ddp_model.parameters().flat_size(); ++i)
     ASSERT_NEAR(a[i], b[i], 2e-5 * std::max(1.0f, std::abs(b[i]))) << "parameter element " << i;
   // DataParallel keeps device 0's BN statistics: those of rank 0's chunk under DDP.
   if (comm.rank() == 0) {

@@ -98,7 +98,7 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
   EXPECT_TRUE(ddp.buckets()[0].launched_during_backward);
   const float* a = net.params.flat_params().data<float>();
   const float* b = ref.params.flat_params().data<float>();
-  for (int64_t i = 0; i < net.params.param_count(); ++i)
+  for (int64_t i = 0; i < net.params.flat_size(); ++i)
     ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::abs(b[i]))) << "parameter element " << i;
 }
 
@@ -139,7 +139,7 @@ TEST(Ddp, GradientAccumulationEqualsOneProcessOnAllMicroBatches) {
   }
   const float* a = net.params.flat_params().data<float>();
   const float* b = ref.params.flat_params().data<float>();
-  for (int64_t i = 0; i < net.params.param_count(); ++i)
+  for (int64_t i = 0; i < net.params.flat_size(); ++i)
     ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::abs(b[i]))) << "parameter element " << i;
 }
 

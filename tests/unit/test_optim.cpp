@@ -17,8 +17,12 @@ std::vector<float> two_sgd_steps(bool nesterov, float loss_scale = 1.0f) {
   const int w = ps.add("fc.weight", {3}, ParamKind::linear_weight);
   const int b = ps.add("fc.bias", {1}, ParamKind::linear_bias);
   ps.allocate(backend, DType::f32);
+  // The four values of w and b, wherever the layout puts them in the flat buffers.
+  auto element = [&](Tensor (ParameterSet::*view)(int) const, int i) -> float& {
+    return i < 3 ? (ps.*view)(w).data<float>()[i] : (ps.*view)(b).data<float>()[0];
+  };
   const float init[] = {1.0f, -2.0f, 0.5f, 0.3f};
-  std::copy(init, init + 4, ps.flat_params().data<float>());
+  for (int i = 0; i < 4; ++i) element(&ParameterSet::param, i) = init[i];
   SgdConfig c;
   c.momentum = 0.9f;
   c.weight_decay = 0.01f;
@@ -27,10 +31,11 @@ std::vector<float> two_sgd_steps(bool nesterov, float loss_scale = 1.0f) {
   Sgd sgd(ps, backend, c);
   const float grads[2][4] = {{0.5f, 0.25f, -1.0f, 0.2f}, {-0.5f, 1.0f, 2.0f, -0.4f}};
   for (const auto& g : grads) {
-    for (int i = 0; i < 4; ++i) ps.flat_grads().data<float>()[i] = g[i] * loss_scale;
+    for (int i = 0; i < 4; ++i) element(&ParameterSet::grad, i) = g[i] * loss_scale;
     sgd.step(0.1f, 1.0f / loss_scale);
   }
-  std::vector<float> out(ps.flat_params().data<float>(), ps.flat_params().data<float>() + 4);
+  std::vector<float> out;
+  for (int i = 0; i < 4; ++i) out.push_back(element(&ParameterSet::param, i));
   EXPECT_EQ(ps.param(w).numel() + ps.param(b).numel(), 4);
   return out;
 }
@@ -59,16 +64,21 @@ TEST(Sgd, DecayRunsExcludeNormAndBiasOnlyWhenAsked) {
   ps.add("bn.weight", {3}, ParamKind::norm_weight);
   ps.add("bn.bias", {3}, ParamKind::norm_bias);
   ps.add("fc.weight", {4}, ParamKind::linear_weight);
+  // Each parameter starts 128 elements after the previous one; its padding goes with it.
   const auto all = ps.decay_runs(true);
   ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].size, 12);
+  EXPECT_EQ(all[0].size, ps.flat_size());
+  EXPECT_EQ(ps.flat_size(), 3 * 128 + 4);
   const auto some = ps.decay_runs(false);
   ASSERT_EQ(some.size(), 3u);
   EXPECT_TRUE(some[0].decay);
+  EXPECT_EQ(some[0].size, 128);
   EXPECT_FALSE(some[1].decay);
-  EXPECT_EQ(some[1].offset, 2);
-  EXPECT_EQ(some[1].size, 6);
+  EXPECT_EQ(some[1].offset, 128);
+  EXPECT_EQ(some[1].size, 256);
   EXPECT_TRUE(some[2].decay);
+  EXPECT_EQ(some[2].offset, 384);
+  EXPECT_EQ(some[2].size, 4);
 }
 
 void expect_schedule(LrSchedule s, const std::vector<double>& ref) {

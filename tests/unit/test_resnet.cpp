@@ -56,7 +56,7 @@ TEST(ResNet, ParameterGradientsFillTheBufferFromTheEnd) {
   const auto& infos = model.parameters().param_infos();
   EXPECT_EQ(infos.front().name, "stem.conv.weight");
   EXPECT_EQ(infos.back().name, "fc.bias");
-  EXPECT_EQ(infos.back().offset + 10, model.parameter_count());
+  EXPECT_EQ(infos.back().offset + 10, model.parameters().flat_size());
 }
 
 // forward_backward adds to the gradients, so two calls on one batch give twice one call's
@@ -74,12 +74,12 @@ TEST(ResNet, ForwardBackwardAddsToTheGradients) {
   ParameterSet& p = model.parameters();
   const BatchResult once = forward_backward(model, images, labels, LossSettings{0.0f, 0.5});
   const std::vector<float> g(p.flat_grads().data<float>(),
-                             p.flat_grads().data<float>() + p.param_count());
+                             p.flat_grads().data<float>() + p.flat_size());
   const BatchResult again = forward_backward(model, images, labels, LossSettings{0.0f, 0.5});
   EXPECT_EQ(again.loss, once.loss);
   EXPECT_EQ(again.correct, once.correct);
   double max_error = 0, max_grad = 0;
-  for (int64_t i = 0; i < p.param_count(); ++i) {
+  for (int64_t i = 0; i < p.flat_size(); ++i) {
     max_error = std::max(max_error, std::abs(double(p.flat_grads().data<float>()[i]) - 2 * g[i]));
     max_grad = std::max(max_grad, std::abs(double(g[i])));
   }
@@ -87,7 +87,7 @@ TEST(ResNet, ForwardBackwardAddsToTheGradients) {
   EXPECT_LT(max_error, 1e-5 * max_grad);
   p.zero_grad(backend);
   forward_backward(model, images, labels, LossSettings{0.0f, 0.5});
-  for (int64_t i = 0; i < p.param_count(); ++i)
+  for (int64_t i = 0; i < p.flat_size(); ++i)
     ASSERT_EQ(p.flat_grads().data<float>()[i], g[i]) << "element " << i;
 }
 

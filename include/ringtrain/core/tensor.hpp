@@ -34,7 +34,7 @@ struct DeviceId {
 class Tensor {
  public:
   Tensor() = default;
-  // Owning CPU tensor, 64-byte aligned, zero-filled.
+  // Owning CPU tensor, 256-byte aligned (as cudaMalloc's), zero-filled.
   static Tensor zeros(const Shape& shape, DType dtype, Layout layout = Layout::nchw);
   // Owning tensor over storage allocated by a backend (the deleter lives in the shared_ptr).
   static Tensor adopt(std::shared_ptr<void> storage, const Shape& shape, DType dtype,

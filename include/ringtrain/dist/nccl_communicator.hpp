@@ -8,6 +8,13 @@
 
 namespace ringtrain {
 
+// The id that joins NCCL ranks into one communicator: one rank makes it, every rank is given a
+// copy (NCCL's ncclUniqueId, kept opaque so that code built without CUDA can name it).
+struct NcclUniqueId {
+  char bytes[128];
+};
+NcclUniqueId make_nccl_unique_id();
+
 // The CUDA backend's communicator: NCCL collectives on device buffers, on a stream of their own
 // that waits for the device's compute stream (an event) before each collective, while the
 // compute stream waits for the collective's event in wait() (llm.c's pattern). Rank 0 makes the
@@ -16,5 +23,12 @@ namespace ringtrain {
 // communicator and throws. Throws when ringtrain was built without CUDA.
 std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, Device& device,
                                                      const CommOptions& options);
+
+// The same communicator without MPI: rank `rank` of `size`, every rank passing the same `id`.
+// Host scalars and barriers are NCCL all-reduces of a small device buffer; the timeout error
+// cannot name the ranks that never arrived, and CommOptions::check_collectives (an MPI check)
+// is refused. Throws when ringtrain was built without CUDA.
+std::unique_ptr<Communicator> make_nccl_communicator(const NcclUniqueId& id, int rank, int size,
+                                                     Device& device, const CommOptions& options);
 
 }  // namespace ringtrain

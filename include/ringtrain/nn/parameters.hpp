@@ -22,7 +22,9 @@ struct ParamInfo {
 // master weights, the ops read a compute-dtype copy of them (refresh_weights after every
 // change), and the gradients are in the compute dtype. Parameters are
 // laid out in registration (forward) order, so the backward pass writes the gradient buffer
-// from its end to its start: DDP buckets are plain ranges, the optimizer is one pass.
+// from its end to its start: DDP buckets are plain ranges, the optimizer is one pass. Every
+// parameter (and buffer) starts 256-byte aligned; the zero padding between them is part of
+// the flat buffers.
 class ParameterSet {
  public:
   // Registration, before allocate(). Returns the id to look the tensor up with.
@@ -46,7 +48,12 @@ class ParameterSet {
   Tensor& flat_params() { return params_; }
   Tensor& flat_grads() { return grads_; }
   Tensor& flat_buffers() { return buffers_; }
-  int64_t param_count() const { return param_numel_; }
+  // The number of parameters (the padding not counted); the flat buffers are flat_size() long.
+  int64_t param_count() const { return param_count_; }
+  int64_t flat_size() const { return param_numel_; }
+  // Parameter id's range of the flat buffer, the padding after it included: consecutive
+  // parameters' spans tile the buffer.
+  int64_t span(int id) const;
 
   // Layers call gradient_written(id) once parameter id's gradient is final for this step; DDP
   // listens to launch each bucket the moment its last gradient is written.
@@ -56,12 +63,13 @@ class ParameterSet {
   void set_gradient_listener(std::function<void(int)> listener) { listener_ = std::move(listener); }
 
   // Ranges of the flat buffer with their weight-decay flag; norm and bias parameters are
-  // excluded when decay_norm_and_bias is false. Adjacent ranges with the same flag are merged.
+  // excluded when decay_norm_and_bias is false. Adjacent ranges with the same flag are merged;
+  // the ranges cover the whole buffer (a parameter's padding goes with it).
   std::vector<DecayRun> decay_runs(bool decay_norm_and_bias) const;
 
  private:
   std::vector<ParamInfo> param_infos_, buffer_infos_;
-  int64_t param_numel_ = 0, buffer_numel_ = 0;
+  int64_t param_numel_ = 0, buffer_numel_ = 0, param_count_ = 0;
   Tensor params_, weights_, grads_, buffers_;
   std::function<void(int)> listener_;
 };

@@ -63,6 +63,9 @@ struct GradientSums {
 template <class Pair>
 void launch_channel_sums(Pair pair, int64_t rows, int channels, double* sums, cudaStream_t s) {
   RT_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * 2 * channels, s));
+  // Note: an empty input (no rows, or no channels) sums to zero, as on the CPU; a launch with a
+  // grid dimension of 0 would be an invalid-configuration error.
+  if (rows == 0 || channels == 0) return;
   const int64_t row_blocks = (rows + kRows - 1) / kRows;
   const dim3 grid((channels + kColumns - 1) / kColumns,
                   static_cast<unsigned>(row_blocks < 1024 ? row_blocks : 1024));
@@ -155,7 +158,7 @@ NormDims check_operands(const char* op, const Tensor& x,
                         std::initializer_list<const Tensor*> vectors) {
   const int64_t c = check_norm(op, x, like_x, sums, vectors);
   check_dtype(op, vectors, DType::f32);
-  return {x.numel() / c, static_cast<int>(c)};
+  return {c > 0 ? x.numel() / c : 0, static_cast<int>(c)};
 }
 
 // The gradient sums' functor for one backward pass.

@@ -1,0 +1,142 @@
+// The layout of the flat parameter buffers: every view 256-byte aligned in every buffer dtype,
+// the parameter count free of the padding, and the padding zero through SGD steps.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <iterator>
+
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/optim/sgd.hpp"
+
+namespace ringtrain {
+namespace {
+
+// The CPU device computing in bf16: a ParameterSet on it keeps f32 master weights and bf16
+// weights and gradients, as on a GPU.
+class Bf16HostDevice final : public Device {
+ public:
+  DeviceId device_id() const override { return cpu_.device_id(); }
+  std::string name() const override { return "cpu-bf16"; }
+  DType compute_dtype() const override { return DType::bf16; }
+  Layout layout() const override { return cpu_.layout(); }
+  Tensor zeros(const Shape& shape, DType dtype) override { return cpu_.zeros(shape, dtype); }
+  void fill(Tensor& t, double value) override { cpu_.fill(t, value); }
+  void copy(const Tensor& src, Tensor& dst) override { cpu_.copy(src, dst); }
+  void cast(const Tensor& src, Tensor& dst) override { cpu_.cast(src, dst); }
+  void synchronize() override {}
+  int mark(const char* label) override { return cpu_.mark(label); }
+  double seconds_between(int from, int to) override { return cpu_.seconds_between(from, to); }
+  void reset_marks() override { cpu_.reset_marks(); }
+  std::shared_ptr<void> host_buffer(std::size_t bytes) override { return cpu_.host_buffer(bytes); }
+  void copy_to_device_async(const Tensor& host, Tensor& device) override {
+    cpu_.copy_to_device_async(host, device);
+  }
+  void wait_for_copies() override {}
+
+ private:
+  CpuBackend cpu_{1};
+};
+
+// Odd sizes, so that packing them without padding would misalign nearly all of them.
+const Shape kShapes[] = {{16, 3, 3, 3}, {7}, {1}, {130}, {10, 33}, {3}};
+
+ParameterSet odd_parameters() {
+  ParameterSet ps;
+  for (size_t i = 0; i < std::size(kShapes); ++i)
+    ps.add("p" + std::to_string(i), kShapes[i],
+           i % 2 ? ParamKind::norm_bias : ParamKind::conv_weight);
+  ps.add_buffer("b0", {5});
+  ps.add_buffer("b1", {9});
+  return ps;
+}
+
+bool aligned256(const Tensor& t) {
+  return reinterpret_cast<std::uintptr_t>(t.raw()) % 256 == 0;
+}
+
+void expect_aligned_views(Device& device, DType master, DType compute) {
+  ParameterSet ps = odd_parameters();
+  ps.allocate(device, master);
+  int64_t count = 0;
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    const int id = static_cast<int>(i);
+    const std::string& name = ps.param_infos()[i].name;
+    EXPECT_TRUE(aligned256(ps.param(id))) << name;
+    EXPECT_TRUE(aligned256(ps.weight(id))) << name;
+    EXPECT_TRUE(aligned256(ps.grad(id))) << name;
+    EXPECT_EQ(ps.param(id).shape(), kShapes[i]) << name;
+    EXPECT_EQ(ps.param(id).dtype(), master) << name;
+    EXPECT_EQ(ps.weight(id).dtype(), compute) << name;
+    EXPECT_EQ(ps.grad(id).dtype(), compute) << name;
+    count += shape_numel(kShapes[i]);
+  }
+  EXPECT_TRUE(aligned256(ps.buffer(0)));
+  EXPECT_TRUE(aligned256(ps.buffer(1)));
+  EXPECT_EQ(ps.param_count(), count);
+  EXPECT_GE(ps.flat_size(), count);
+  EXPECT_EQ(ps.flat_params().numel(), ps.flat_size());
+}
+
+TEST(ParameterLayout, EveryViewIs256ByteAlignedInEveryBuffer) {
+  CpuBackend cpu(1);
+  expect_aligned_views(cpu, DType::f32, DType::f32);
+  expect_aligned_views(cpu, DType::f64, DType::f64);
+  Bf16HostDevice bf16;
+  expect_aligned_views(bf16, DType::f32, DType::bf16);
+}
+
+TEST(ParameterLayout, SpansTileTheBufferAndDecayRunsCoverIt) {
+  ParameterSet ps = odd_parameters();
+  int64_t end = 0;
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    EXPECT_EQ(ps.param_infos()[i].offset, end) << i;
+    EXPECT_GE(ps.span(static_cast<int>(i)), shape_numel(kShapes[i])) << i;
+    end += ps.span(static_cast<int>(i));
+  }
+  EXPECT_EQ(end, ps.flat_size());
+  for (bool all : {true, false}) {
+    int64_t covered = 0;
+    for (const DecayRun& r : ps.decay_runs(all)) {
+      EXPECT_EQ(r.offset, covered);
+      covered += r.size;
+    }
+    EXPECT_EQ(covered, ps.flat_size());
+  }
+}
+
+TEST(ParameterLayout, PaddingStaysZeroThroughSgdWithWeightDecay) {
+  CpuBackend cpu(1);
+  ParameterSet ps = odd_parameters();
+  ps.allocate(cpu, DType::f32);
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    Tensor p = ps.param(static_cast<int>(i));
+    cpu.fill(p, 0.5);
+  }
+  SgdConfig config;
+  config.weight_decay = 0.1f;
+  Sgd sgd(ps, cpu, config);
+  for (int step = 0; step < 3; ++step) {
+    for (size_t i = 0; i < std::size(kShapes); ++i) {
+      Tensor g = ps.grad(static_cast<int>(i));
+      cpu.fill(g, 1.0 + step);
+    }
+    sgd.step(0.1f);
+  }
+  std::vector<bool> inside(static_cast<size_t>(ps.flat_size()), false);
+  for (const ParamInfo& p : ps.param_infos())
+    for (int64_t j = 0; j < shape_numel(p.shape); ++j)
+      inside[static_cast<size_t>(p.offset + j)] = true;
+  int64_t moved = 0, padding_nonzero = 0;
+  for (int64_t i = 0; i < ps.flat_size(); ++i) {
+    const float v = ps.flat_params().data<float>()[i];
+    if (inside[static_cast<size_t>(i)])
+      moved += v != 0.5f;
+    else
+      padding_nonzero += v != 0.0f;
+  }
+  EXPECT_EQ(moved, ps.param_count());
+  EXPECT_EQ(padding_nonzero, 0);
+}
+
+}  // namespace
+}  // namespace ringtrain
