@@ -1,32 +1,90 @@
 #!/usr/bin/env bash
-# Builds what the GPU check runs (no GPU needed, only the CUDA toolkit) and packs it with every
-# shared library a bare GPU machine lacks (MPI, HDF5, oneDNN, OpenBLAS, spdlog, ...) into
-# build-gpu/bundle.tar.gz. The CUDA libraries themselves (cuDNN, cuBLAS, NCCL) are left out:
-# device_check.sh finds them on the GPU machine.
+# Builds what the GPU check runs (no GPU needed, only the CUDA toolkit) and packs it into
+# build-gpu/bundle.tar.gz for a bare GPU machine (a driver and Python with PyTorch; no MPI, HDF5,
+# oneDNN or OpenBLAS): the binaries, every shared library they need except glibc's and CUDA's,
+# and Open MPI's runtime (mpirun, orted, its plugins, help texts and settings, PMIx's plugins).
+# The CUDA libraries (cuDNN, cuBLAS, NCCL) stay out: `source bundle/env.sh` takes them from
+# PyTorch's pip wheels on the GPU machine. tests/gpu/bundle_selftest.sh proves the bundle runs
+# with all of those hidden.
 #   bash tests/gpu/pack.sh      # then carry build-gpu/ and run bash tests/gpu/device_check.sh
 set -euo pipefail
+shopt -s nullglob
 cd "$(dirname "$0")/../.."
 bash env/install_deps.sh
 # A build of its own, for a portable x86-64 level: -march=native here would emit instructions
-# (AVX-512 FP16, say) that the GPU machine's CPU may lack.
+# (AVX-512 FP16, say) that the GPU machine's CPU may lack. HDF5 is linked statically and a binary
+# keeps only the shared libraries it calls (--as-needed): the shared HDF5 would bring libcurl and
+# OpenSSL for its S3 driver, which ringtrain never uses: a sixth of the bundle.
+# Note: CMake's FindHDF5 leaves the static library's own dependencies (szip, zlib) off the link.
 cmake -S . -B build-pack -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGTRAIN_CUDA=ON \
-  -DRINGTRAIN_MARCH=x86-64-v3 >/dev/null
-cmake --build build-pack -j "$(nproc)" --target ringtrain_gpu_tests bench_train_gpu cudnn_probe ringtrain
+  -DRINGTRAIN_MARCH=x86-64-v3 -U "HDF5_*" -DHDF5_USE_STATIC_LIBRARIES=ON \
+  -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed "-DCMAKE_CXX_STANDARD_LIBRARIES=-lsz -lz" >/dev/null
+cmake --build build-pack -j "$(nproc)" \
+  --target ringtrain_gpu_tests bench_train_gpu cudnn_probe ringtrain
 
 stage=build-gpu/bundle
-rm -rf build-gpu
-mkdir -p "$stage/bin" "$stage/lib" "$stage/lib-fallback"
-cp build-pack/tests/ringtrain_gpu_tests build-pack/bench/bench_train_gpu build-pack/tests/cudnn_probe build-pack/ringtrain "$stage/bin/"
-for bin in "$stage"/bin/*; do ldd "$bin"; done | awk '/=> \//{print $3}' | sort -u |
-  while read -r lib; do
+rm -rf "$stage" build-gpu/bundle.tar.gz
+mkdir -p "$stage"/{bin,lib/openmpi,lib/pmix,lib-fallback,share/openmpi,share/pmix,etc}
+
+# ompi_path NAME: one of Open MPI's install folders (bindir, pkglibdir, pkgdatadir, sysconfdir).
+ompi_path() { ompi_info --path "$1" --parsable | awk -F : -v k="$1" '$2 == k && !n++ {print $3}'; }
+
+# deps FILE...: the shared libraries FILEs load (ldd, transitively), one path a line.
+deps() { for f in "$@"; do ldd "$f"; done | awk '/=> \//{print $3}' | sort -u; }
+
+# Open MPI plugins (and PMIx's) that need nothing but the bundle: those of InfiniBand, UCX,
+# libfabric and PSM networks, and OpenSHMEM's, are left out (a bare GPU machine has none of
+# their libraries, and one GPU node needs only shared memory and TCP).
+carry_plugins() {
+  local from=$1 to=$2 plugin needs
+  local unwanted='not found|lib(uc[mpst]|fabric|psm|infinipath|ibverbs|rdmacm|efa|nl-|oshmem)'
+  for plugin in "$from"/*.so; do
+    needs=$(ldd "$plugin")
+    if ! grep -Eq "$unwanted" <<<"$needs"; then
+      cp -L "$plugin" "$to/"
+    fi
+  done
+}
+
+carry_open_mpi() {
+  local bindir pmix pmix_lib
+  bindir=$(ompi_path bindir)
+  cp -L "$bindir/orted" "$bindir/mpirun" "$bindir/mpiexec" "$stage/bin/"
+  carry_plugins "$(ompi_path pkglibdir)" "$stage/lib/openmpi"
+  cp "$(ompi_path pkgdatadir)"/help-*.txt "$stage/share/openmpi/"
+  cp -r "$(ompi_path pkgdatadir)/amca-param-sets" "$stage/share/openmpi/"
+  cp "$(ompi_path sysconfdir)"/openmpi-{mca-params.conf,default-hostfile} "$stage/etc/"
+  # PMIx (Open MPI's process manager interface) keeps its plugins beside its own library.
+  pmix=$(deps "$stage"/lib/openmpi/*.so | awk '/\/libpmix\./ && !n++')
+  if [ -n "$pmix" ]; then
+    pmix_lib=$(dirname "$(readlink -f "$pmix")")
+    carry_plugins "$pmix_lib/pmix" "$stage/lib/pmix"
+    cp "$pmix_lib"/../share/pmix/help-*.txt "$stage/share/pmix/"
+  fi
+}
+
+carry_libraries() {
+  local lib
+  deps "$stage"/bin/* "$stage"/lib/openmpi/*.so "$stage"/lib/pmix/*.so | while read -r lib; do
     case "$(basename "$lib")" in
-      libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux*) ;;  # glibc's own
-      libcuda.so* | libcudnn* | libcublas* | libnccl* | libcudart*) ;;  # the GPU machine's own
+      # glibc's own: the GPU machine's, which must be the same or newer (bundle_selftest.sh
+      # prints the version the binaries need).
+      ld-linux* | lib[cm].so* | libmvec.so* | libdl.so* | libpthread.so* | librt.so* | \
+        libresolv.so* | libutil.so* | libanl.so* | libnsl.so* | libnss_*) ;;
+      # The GPU machine's own: its driver and PyTorch's wheels.
+      libcuda.so* | libcudnn* | libcublas* | libnccl* | libcudart* | libnvrtc* | libnvJitLink*) ;;
       # Used only where the GPU machine's own are too old: ours need glibc 2.36.
       libstdc++.so* | libgcc_s.so*) cp -L "$lib" "$stage/lib-fallback/" ;;
       *) cp -L "$lib" "$stage/lib/" ;;
     esac
   done
+}
+
+cp build-pack/ringtrain build-pack/tests/{ringtrain_gpu_tests,cudnn_probe} \
+  build-pack/bench/bench_train_gpu "$stage/bin/"
+carry_open_mpi
+carry_libraries
+cp tests/gpu/bundle_env.sh "$stage/env.sh"
 tar -C build-gpu -czf build-gpu/bundle.tar.gz bundle
 rm -rf "$stage"
 echo "pack: build-gpu/bundle.tar.gz ($(du -h build-gpu/bundle.tar.gz | cut -f1))"
