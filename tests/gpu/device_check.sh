@@ -307,7 +307,9 @@ prepare_binaries() {
     timeout 60 tar -C "$ROOT/build-gpu" -xzf "$ROOT/build-gpu/bundle.tar.gz" ||
       echo "device_check: cannot unpack build-gpu/bundle.tar.gz"
     BIN="$ROOT/build-gpu/bundle/bin"
-    LD_LIBRARY_PATH="$ROOT/build-gpu/bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # The bundle's Open MPI (mpirun, orted, plugins) relocated, its libraries and the wheels'.
+    # shellcheck disable=SC1091  # written by pack.sh into the unpacked bundle
+    source "$ROOT/build-gpu/bundle/env.sh" || echo "device_check: cannot source bundle/env.sh"
   else
     BIN="$WORK/bin"
     mkdir -p "$BIN"
