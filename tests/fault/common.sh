@@ -14,11 +14,12 @@ trap cleanup EXIT
 failures=0
 fail_log="" # the file whose last lines a failure shows, unless the call names another
 ok() { echo "ok   $1"; }
-# fail MESSAGE [LOG]: one more failure, with the end of LOG (default: $fail_log).
+# fail MESSAGE [LOG]: one more failure, with the last 60 lines of LOG (default: $fail_log):
+# enough for the whole backtrace of a crashed rank.
 fail() {
   echo "FAIL $1"
   local log=${2:-$fail_log}
-  [ -n "$log" ] && [ -f "$log" ] && tail -n 15 "$log" | sed 's/^/     /'
+  [ -n "$log" ] && [ -f "$log" ] && tail -n 60 "$log" | sed 's/^/     /'
   failures=$((failures + 1))
 }
 # finish NAME: the summary line, and the exit status.
