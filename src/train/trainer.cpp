@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -48,17 +50,20 @@ void evaluate_epoch(TrainSession& s, EpochMetrics& m) {
 }
 
 // The epoch's metrics from every rank's tally, then the evaluation.
-EpochMetrics finish_epoch(TrainSession& s, EpochTally t, double seconds) {
+EpochMetrics finish_epoch(TrainSession& s, const EpochTally& t, double seconds) {
+  // One collective for the epoch: loss, correct, images, then the seconds of each phase.
   const PhaseTimes now = s.profiler->totals();
-  for (int p = 0; p < kPhases; ++p) t.phases[p] = now[p] - t.phases[p];
-  s.comm.all_reduce_host(&t.loss, 3, ReduceOp::sum);
-  s.comm.all_reduce_host(t.phases.data(), kPhases, ReduceOp::sum);
+  std::array<double, 3 + kPhases> sums = {t.loss, t.correct, t.images};
+  for (int p = 0; p < kPhases; ++p) sums[3 + p] = now[p] - t.phases[p];
+  s.comm.all_reduce_host(sums.data(), static_cast<int>(sums.size()), ReduceOp::sum);
+  PhaseTimes phases{};
+  std::copy(sums.begin() + 3, sums.end(), phases.begin());
   EpochMetrics m;
-  m.train_loss = t.loss / s.world.size() / std::max<int64_t>(1, t.steps);
-  m.train_accuracy = t.correct / std::max(1.0, t.images);
+  m.train_loss = sums[0] / s.world.size() / std::max<int64_t>(1, t.steps);
+  m.train_accuracy = sums[1] / std::max(1.0, sums[2]);
   m.epoch_time_s = seconds;
-  m.images_per_s = t.images / seconds;
-  m.phase_shares = phase_shares(t.phases);
+  m.images_per_s = sums[2] / seconds;
+  m.phase_shares = phase_shares(phases);
   const GpuMonitor::Stats util = s.gpu_monitor->take();
   m.gpu_util_mean = util.mean;
   m.gpu_util_min = util.min;

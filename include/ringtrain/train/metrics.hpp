@@ -32,11 +32,11 @@ struct TrainResult {
   std::string checkpoint;     // the last one written; empty: none
 };
 
-// One rank's sums over an epoch's steps, reduced over the ranks when the epoch ends: mean step
-// loss, correct predictions, images, and the seconds of each profiler phase.
+// One rank's sums over an epoch's steps (step losses, correct predictions, images), reduced
+// over the ranks when the epoch ends with the seconds each profiler phase took since `phases`.
 struct EpochTally {
   double loss = 0, correct = 0, images = 0;
-  PhaseTimes phases{};
+  PhaseTimes phases{};  // the profiler's totals when the epoch started
   int64_t steps = 0;
 };
 
