@@ -1,12 +1,7 @@
 #pragma once
 // The crop geometry of the augmentation, shared by the host kernel (the loader and the CPU
 // backend) and the CUDA kernel, so that both map output pixels to source pixels the same way.
-
-#ifdef __CUDACC__
-#define RT_HOST_DEVICE __host__ __device__
-#else
-#define RT_HOST_DEVICE
-#endif
+#include "ringtrain/backend/kernels/host_device.hpp"
 
 namespace ringtrain {
 

@@ -8,6 +8,8 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "backend_impl.hpp"
+#include "launch.cuh"
+#include "ringtrain/backend/kernels/elementwise.hpp"
 #include "ringtrain/core/half.hpp"
 #include "ringtrain/core/layout.hpp"
 
@@ -56,13 +58,9 @@ uint64_t element_bits(DType dtype, double value) {
 }
 
 template <class U>
-__global__ void fill_kernel(U* p, int64_t n, U value) {
-  RT_GRID_STRIDE(i, n) p[i] = value;
-}
-
-template <class From, class To>
-__global__ void cast_kernel(const From* in, To* out, int64_t n) {
-  RT_GRID_STRIDE(i, n) out[i] = from_float<To>(to_float(in[i]));
+void launch_fill(Tensor& t, uint64_t bits, cudaStream_t stream) {
+  const kernels::Fill<U> body{static_cast<U*>(t.raw()), static_cast<U>(bits)};
+  launch_grid_stride("fill", body, t.numel(), stream);
 }
 
 }  // namespace
@@ -133,25 +131,16 @@ void* CudaBackend::workspace(std::size_t bytes) {
 void CudaBackend::fill(Tensor& t, double value) {
   check_on_device("fill", t);
   const uint64_t bits = element_bits(t.dtype(), value);
-  const int64_t n = t.numel();
   switch (dtype_size(t.dtype())) {
     case 1:
-      fill_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(static_cast<uint8_t*>(t.raw()), n,
-                                                            static_cast<uint8_t>(bits));
-      break;
+      return launch_fill<uint8_t>(t, bits, compute_);
     case 2:
-      fill_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(static_cast<uint16_t*>(t.raw()), n,
-                                                            static_cast<uint16_t>(bits));
-      break;
+      return launch_fill<uint16_t>(t, bits, compute_);
     case 4:
-      fill_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(static_cast<uint32_t*>(t.raw()), n,
-                                                            static_cast<uint32_t>(bits));
-      break;
+      return launch_fill<uint32_t>(t, bits, compute_);
     default:
-      fill_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(static_cast<uint64_t*>(t.raw()), n,
-                                                            bits);
+      return launch_fill<uint64_t>(t, bits, compute_);
   }
-  RT_CUDA_CHECK_LAUNCH("fill_kernel");
 }
 
 // Host memory is transposed on the host when layouts differ; copies that touch the host are
@@ -195,9 +184,9 @@ void CudaBackend::cast(const Tensor& src, Tensor& dst) {
     dispatch_float("cast", dst, [&](auto to) {
       using From = decltype(from);
       using To = decltype(to);
-      cast_kernel<<<blocks_for(src.numel()), kThreads, 0, compute_>>>(
-          static_cast<const From*>(src.raw()), static_cast<To*>(dst.raw()), src.numel());
-      RT_CUDA_CHECK_LAUNCH("cast_kernel");
+      const kernels::Cast<From, To> body{static_cast<const From*>(src.raw()),
+                                         static_cast<To*>(dst.raw())};
+      launch_grid_stride("cast", body, src.numel(), compute_);
     });
   });
 }

@@ -1,38 +1,19 @@
-// Elementwise ops: the ReLU's gradient, the residual additions and scaling.
+// Elementwise ops: the ReLU's gradient, the residual additions and scaling. The bodies are in
+// ringtrain/backend/kernels/elementwise.hpp, where the unit tests run them on the host.
 #include "backend_impl.hpp"
+#include "launch.cuh"
+#include "ringtrain/backend/kernels/elementwise.hpp"
 
 namespace ringtrain::cuda {
-namespace {
-
-template <class T>
-__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t n) {
-  RT_GRID_STRIDE(i, n) dx[i] = to_float(y[i]) > 0.f ? dy[i] : from_float<T>(0.f);
-}
-
-template <class T, bool kRelu>
-__global__ void add_kernel(const T* a, const T* b, T* y, int64_t n) {
-  RT_GRID_STRIDE(i, n) {
-    const float v = to_float(a[i]) + to_float(b[i]);
-    y[i] = from_float<T>(kRelu ? fmaxf(v, 0.f) : v);
-  }
-}
-
-template <class T>
-__global__ void scale_kernel(T* p, int64_t n, float factor) {
-  RT_GRID_STRIDE(i, n) p[i] = from_float<T>(to_float(p[i]) * factor);
-}
-
-}  // namespace
 
 void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   check_same_shape("relu_backward", y, dy);
   check_same_shape("relu_backward", y, dx);
   dispatch_float("relu_backward", y, [&](auto tag) {
     using T = decltype(tag);
-    relu_backward_kernel<<<blocks_for(y.numel()), kThreads, 0, compute_>>>(
-        static_cast<const T*>(y.raw()), static_cast<const T*>(dy.raw()), static_cast<T*>(dx.raw()),
-        y.numel());
-    RT_CUDA_CHECK_LAUNCH("relu_backward_kernel");
+    const kernels::ReluBackward<T> body{static_cast<const T*>(y.raw()),
+                                        static_cast<const T*>(dy.raw()), static_cast<T*>(dx.raw())};
+    launch_grid_stride("relu_backward", body, y.numel(), compute_);
   });
 }
 
@@ -50,20 +31,17 @@ void CudaBackend::launch_add(const Tensor& a, const Tensor& b, Tensor& y, bool r
   check_same_shape(op, a, y);
   dispatch_float(op, a, [&](auto tag) {
     using T = decltype(tag);
-    const auto kernel = relu ? add_kernel<T, true> : add_kernel<T, false>;
-    kernel<<<blocks_for(a.numel()), kThreads, 0, compute_>>>(static_cast<const T*>(a.raw()),
-                                                             static_cast<const T*>(b.raw()),
-                                                             static_cast<T*>(y.raw()), a.numel());
-    RT_CUDA_CHECK_LAUNCH(op);
+    const kernels::Add<T> body{static_cast<const T*>(a.raw()), static_cast<const T*>(b.raw()),
+                               static_cast<T*>(y.raw()), relu};
+    launch_grid_stride(op, body, a.numel(), compute_);
   });
 }
 
 void CudaBackend::scale(Tensor& t, double factor) {
   dispatch_float("scale", t, [&](auto tag) {
     using T = decltype(tag);
-    scale_kernel<<<blocks_for(t.numel()), kThreads, 0, compute_>>>(
-        static_cast<T*>(t.raw()), t.numel(), static_cast<float>(factor));
-    RT_CUDA_CHECK_LAUNCH("scale_kernel");
+    const kernels::Scale<T> body{static_cast<T*>(t.raw()), static_cast<float>(factor)};
+    launch_grid_stride("scale", body, t.numel(), compute_);
   });
 }
 

@@ -5,9 +5,32 @@
 
 #include <cstdint>
 
+#include "ringtrain/backend/kernels/element.hpp"
+#include "ringtrain/backend/kernels/grid.hpp"
 #include "ringtrain/core/tensor.hpp"
 
+namespace ringtrain::kernels {
+
+template <>
+struct Element<__nv_bfloat16> {
+  __host__ __device__ static float load(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __host__ __device__ static __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
+};
+
+template <>
+struct Element<__half> {
+  __host__ __device__ static float load(__half v) { return __half2float(v); }
+  __host__ __device__ static __half store(float v) { return __float2half_rn(v); }
+};
+
+}  // namespace ringtrain::kernels
+
 namespace ringtrain::cuda {
+
+using kernels::blocks_for;
+using kernels::from_float;
+using kernels::kThreads;
+using kernels::to_float;
 
 // Calls f(T{}) with T the device type of a floating dtype: float, __nv_bfloat16 or __half.
 template <class F>
@@ -29,33 +52,8 @@ void dispatch_float(const char* op, const Tensor& t, F&& f) {
   }
 }
 
-template <class T>
-__device__ __forceinline__ float to_float(T v) {
-  return static_cast<float>(v);
-}
-template <class T>
-__device__ __forceinline__ T from_float(float v) {
-  return static_cast<T>(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-
-constexpr int kThreads = 256;
-
-// Blocks for a grid-stride loop over n elements: enough to fill the GPU, no more.
-inline unsigned blocks_for(int64_t n, int threads = kThreads) {
-  const int64_t b = (n + threads - 1) / threads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
-}
+}  // namespace ringtrain::cuda
 
 #define RT_GRID_STRIDE(i, n)                                                \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{blockDim.x} * gridDim.x)
-
-}  // namespace ringtrain::cuda

@@ -1,0 +1,53 @@
+#pragma once
+// Kernel bodies of the element-wise ops: the ReLU's gradient, the residual additions (with a
+// fused ReLU), scaling, fill and dtype casts. Each is called once per index by the CUDA
+// grid-stride launcher and by the unit tests' host emulator.
+#include <cstdint>
+
+#include "ringtrain/backend/kernels/element.hpp"
+
+namespace ringtrain::kernels {
+
+template <class T>
+struct ReluBackward {
+  const T *y, *dy;
+  T* dx;
+  RT_HOST_DEVICE void operator()(int64_t i) const {
+    dx[i] = to_float(y[i]) > 0.f ? dy[i] : from_float<T>(0.f);
+  }
+};
+
+template <class T>
+struct Add {
+  const T *a, *b;
+  T* y;
+  bool relu;
+  RT_HOST_DEVICE void operator()(int64_t i) const {
+    const float v = to_float(a[i]) + to_float(b[i]);
+    y[i] = from_float<T>(relu && !(v > 0.f) ? 0.f : v);
+  }
+};
+
+template <class T>
+struct Scale {
+  T* p;
+  float factor;
+  RT_HOST_DEVICE void operator()(int64_t i) const { p[i] = from_float<T>(to_float(p[i]) * factor); }
+};
+
+// U is the storage type; value holds the bits to write (see CudaBackend::fill).
+template <class U>
+struct Fill {
+  U* p;
+  U value;
+  RT_HOST_DEVICE void operator()(int64_t i) const { p[i] = value; }
+};
+
+template <class From, class To>
+struct Cast {
+  const From* in;
+  To* out;
+  RT_HOST_DEVICE void operator()(int64_t i) const { out[i] = from_float<To>(to_float(in[i])); }
+};
+
+}  // namespace ringtrain::kernels
