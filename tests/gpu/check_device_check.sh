@@ -96,7 +96,7 @@ if [ "${1:-}" = --versions ]; then
   exit 0
 fi
 echo "conv 3x3 stride 1 pad 1 [256,3,32,32] -> [256,64,32,32] [resnet18] f32 nchw forward: NONE"
-echo "cudnn_probe: 33 shapes, 792 queries, 1 NONE (0 in NHWC)"
+echo "cudnn_probe: 33 shapes, 792 queries, 1 NONE (0 in NHWC even zero-padded)"
 EOF
   cat >"$1/bench_train_gpu" <<'EOF'
 #!/bin/sh

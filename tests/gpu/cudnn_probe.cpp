@@ -4,7 +4,8 @@
 // prints one line per (shape, dtype, layout, pass): the algorithms that cuDNN can run, or NONE.
 // The descriptors are set up as the CUDA backend sets them (f32 accumulation; f32 in FMA math,
 // no TF32; bf16 in tensor-op math). Exit status: 0 when every NHWC query (the layout ringtrain
-// runs) has an algorithm, 1 when one has none, 2 on an error.
+// runs) has an algorithm, at its own channel count or zero-padded as the backend pads (then the
+// padded counts' lines follow, marked "padded"), 1 when one has none, 2 on an error.
 //   cudnn_probe              # the table, then "cudnn_probe: Q queries, M NONE (K in NHWC)"
 //   cudnn_probe --versions   # driver, runtime, cuDNN, cuBLAS and NCCL versions, and the device
 #include <nccl.h>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ringtrain/backend/cuda/conv_algo.hpp"
 #include "ringtrain/backend/cuda/cuda_check.hpp"
 #include "ringtrain/nn/resnet.hpp"
 
@@ -193,6 +195,21 @@ void print_versions() {
 
 // One line of the table; true when cuDNN has no algorithm for it.
 bool probe_line(cudnnHandle_t handle, const ProbeShape& s, cudnnDataType_t t,
+                cudnnTensorFormat_t format, ConvPass pass);
+
+// An NHWC query without an algorithm runs in the backend with its input channels zero-padded
+// (channels_to_try); true when no padded count has one either.
+bool none_even_padded(cudnnHandle_t handle, const ProbeShape& s, cudnnDataType_t t, ConvPass pass) {
+  const std::vector<int> channels = channels_to_try(s.g.c);
+  return !first_supported(std::vector<int>(channels.begin() + 1, channels.end()), [&](int c) {
+    ProbeShape padded = s;
+    padded.g.c = c;
+    padded.models += ",padded";
+    return !probe_line(handle, padded, t, CUDNN_TENSOR_NHWC, pass);
+  });
+}
+
+bool probe_line(cudnnHandle_t handle, const ProbeShape& s, cudnnDataType_t t,
                 cudnnTensorFormat_t format, ConvPass pass) {
   const char* dtype = t == CUDNN_DATA_FLOAT ? "f32" : "bf16";
   const char* layout = format == CUDNN_TENSOR_NHWC ? "nhwc" : "nchw";
@@ -224,11 +241,11 @@ int probe_all() {
           ++queries;
           if (!probe_line(handle, s, t, format, pass)) continue;
           ++none;
-          if (format == CUDNN_TENSOR_NHWC) ++none_nhwc;
+          if (format == CUDNN_TENSOR_NHWC && none_even_padded(handle, s, t, pass)) ++none_nhwc;
         }
   RT_CUDA_CHECK(cudnnDestroy(handle));
-  std::printf("cudnn_probe: %zu shapes, %d queries, %d NONE (%d in NHWC)\n", shapes.size(), queries,
-              none, none_nhwc);
+  std::printf("cudnn_probe: %zu shapes, %d queries, %d NONE (%d in NHWC even zero-padded)\n",
+              shapes.size(), queries, none, none_nhwc);
   return none_nhwc > 0 ? 1 : 0;
 }
 

@@ -104,6 +104,40 @@ TEST(ConvAlgo, DeterministicOnlyWhenAsked) {
   EXPECT_EQ(pick_conv_algo(c, 0, true)->algo, 0);
 }
 
+TEST(ConvAlgo, DeterministicTakesCudnnsOrderNotTheTimings) {
+  // Heuristic results carry no meaningful time; two processes must choose alike.
+  const std::vector<ConvCandidate> c = {candidate(4, 3.0f, 0, false), candidate(2, 9.0f, 5000),
+                                        candidate(0, 2.0f, 10), candidate(1, 1.0f, 0)};
+  EXPECT_EQ(pick_conv_algo(c, 1000, true)->algo, 0);
+  EXPECT_EQ(pick_conv_algo(c, 1u << 20, true)->algo, 2);
+  EXPECT_EQ(pick_conv_algo(c, 1u << 20, false)->algo, 1);
+}
+
+TEST(ConvAlgo, ChannelsToTryAreTheOwnThenTheNextMultiplesOfFourAndEight) {
+  EXPECT_EQ(channels_to_try(3), (std::vector<int>{3, 4, 8}));
+  EXPECT_EQ(channels_to_try(1), (std::vector<int>{1, 4, 8}));
+  EXPECT_EQ(channels_to_try(4), (std::vector<int>{4, 8}));
+  EXPECT_EQ(channels_to_try(5), (std::vector<int>{5, 8}));
+  EXPECT_EQ(channels_to_try(8), (std::vector<int>{8}));
+  EXPECT_EQ(channels_to_try(64), (std::vector<int>{64}));
+}
+
+TEST(ConvAlgo, PadsOnlyWhenTheProbeFindsNoAlgorithm) {
+  std::vector<int> asked;
+  const auto probe_with = [&asked](int supported_from) {
+    return [&asked, supported_from](int c) {
+      asked.push_back(c);
+      return c >= supported_from;
+    };
+  };
+  EXPECT_EQ(first_supported(channels_to_try(3), probe_with(1)), 3);
+  EXPECT_EQ(asked, (std::vector<int>{3}));
+  asked.clear();
+  EXPECT_EQ(first_supported(channels_to_try(3), probe_with(8)), 8);
+  EXPECT_EQ(asked, (std::vector<int>{3, 4, 8}));
+  EXPECT_FALSE(first_supported(channels_to_try(3), probe_with(16)).has_value());
+}
+
 TEST(ConvAlgo, FallsBackToTheSmallestWorkspaceAndFailsOnlyWithoutAnyWorkingAlgorithm) {
   const std::vector<ConvCandidate> c = {candidate(0, 1.0f, 4096), candidate(1, 5.0f, 2048)};
   EXPECT_EQ(pick_conv_algo(c, 1024, false)->algo, 1);

@@ -12,7 +12,6 @@
 
 namespace ringtrain::cuda {
 
-struct ConvDescriptors;
 cudnnDataType_t cudnn_dtype(DType t);
 
 class CudaBackend final : public Backend {
@@ -99,11 +98,18 @@ class CudaBackend final : public Backend {
   void* workspace(std::size_t bytes);
   // Batch norm's last phase: y = x * scale + shift per channel (affine = [scale, shift], f32).
   void apply_affine(const Tensor& x, Tensor& y, const Tensor& affine, bool relu);
-  // The algorithm for one convolution pass, searched for on first use of its key.
-  ConvChoice conv_algo(const ConvKey& key, const ConvDescriptors& d);
-  // Checks one pass's x-, w- and y-shaped operands (dtype, NHWC) and readies its algorithm.
+  // cuDNN's algorithms for one pass over g, best first.
+  std::vector<ConvCandidate> conv_candidates(ConvPass pass, const ConvGeometry& g, DType dtype);
+  // The algorithm for one convolution pass, searched for on first use of its key, at the first
+  // of channels_to_try that has one.
+  ConvChoice conv_algo(const ConvKey& key);
+  // Checks one pass's x-, w- and y-shaped operands (dtype, NHWC) and returns its algorithm.
   ConvChoice prepare_conv(ConvPass pass, const ConvGeometry& g, const Tensor& x, const Tensor& w,
-                          const Tensor& y, const ConvDescriptors& d);
+                          const Tensor& y);
+  // t [A, C, B, D] (NHWC or KRSC) widened to `channels` with zeros; t itself when C == channels.
+  Tensor pad_channels(const Tensor& t, int channels);
+  // t = (or +=) the first t.dim(1) channels of wide.
+  void drop_channels(const Tensor& wide, Tensor& t, bool accumulate);
   // A small device result copied back through pinned memory, waiting for the compute stream.
   template <class T>
   T read_scalar(const T* device_value);

@@ -24,7 +24,8 @@ struct ConvKey {
   }
 };
 
-// One result of cuDNN's search (cudnnFind*Algorithm), in the order cuDNN ranks them.
+// One result of cuDNN's search, in the order cuDNN ranks them: by measured time (cudnnFind*),
+// or by its heuristics (cudnnGet*_v7, deterministic mode).
 struct ConvCandidate {
   int algo = 0;
   int math_type = 0;
@@ -38,13 +39,31 @@ struct ConvChoice {
   int algo = 0;
   int math_type = 0;
   std::size_t workspace = 0;
+  int channels = 0;  // the input channels it runs with: the convolution's own, or zero-padded
 };
 
-// The fastest candidate that succeeded, fits the workspace limit and, when asked, is
-// deterministic. When none fits the limit, the one with the smallest workspace (a slow
-// convolution beats none); nothing when no candidate succeeded at all.
+// The fastest candidate that succeeded and fits the workspace limit. Deterministic: the first
+// deterministic one in cuDNN's heuristic order that fits, whatever the timings say, so every
+// process and every run picks the same algorithm. When none fits the limit, the one with the
+// smallest workspace (a slow convolution beats none); nothing when no candidate succeeded.
 std::optional<ConvChoice> pick_conv_algo(const std::vector<ConvCandidate>& candidates,
                                          std::size_t workspace_limit, bool deterministic);
+
+// The input channel counts to try, in order, for a convolution with c input channels: c itself,
+// then the next multiples of 4 and of 8 above it.
+// Note: cuDNN's NHWC kernels in bf16 and f16 want the channels to be a multiple of 8 (4 for
+// some); the stem's 3 may have no algorithm at all in that layout. Extra input channels that
+// are zero, with zero weights to match, leave the convolution unchanged, so the backend pads
+// when cuDNN's own answer for c is "none" (the probe), and only then.
+std::vector<int> channels_to_try(int c);
+
+// The first of `channels` for which `has_algorithm` says yes; nothing when none does.
+template <class Probe>
+std::optional<int> first_supported(const std::vector<int>& channels, Probe&& has_algorithm) {
+  for (const int c : channels)
+    if (has_algorithm(c)) return c;
+  return std::nullopt;
+}
 
 using ConvAlgoCache = std::map<ConvKey, ConvChoice>;
 
