@@ -191,7 +191,8 @@ void add_device_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   add_choice(cmd, "--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off");
-  cmd.add_flag("--deterministic", c.deterministic, "CUDA: deterministic cuDNN algorithms only");
+  cmd.add_flag("--deterministic", c.deterministic,
+               "CUDA: bit-identical repeats (cuDNN algorithms by rank, not timing)");
   cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")
       ->check(whole(0, limits::kMaxThreads));
   add_choice(cmd, "--mode", c.mode,

@@ -53,7 +53,7 @@ struct TrainConfig {
   std::string synth_path = "data/synthetic.h5";  // written once when no data is given
   DeviceKind device = DeviceKind::cpu;           // the CLI resolves --device auto
   Precision amp = Precision::bf16;               // cuda only
-  bool deterministic = false;                    // cuda: only deterministic cuDNN algorithms
+  bool deterministic = false;                    // cuda: bit-identical repeats
   int64_t epochs = 1;
   int64_t steps = 0;     // > 0: stop after this many steps
   int batch_size = 256;  // per process

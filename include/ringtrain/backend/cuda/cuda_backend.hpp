@@ -12,7 +12,7 @@ struct CudaOptions {
   DType compute = DType::bf16;     // bf16, f16 or f32
   int rank = 0;                    // named in every error message
   std::size_t workspace_mb = 256;  // cuDNN workspace limit per convolution
-  bool deterministic = false;      // only deterministic cuDNN algorithms
+  bool deterministic = false;      // cuDNN algorithms by heuristic rank, deterministic ones
 };
 
 // The CUDA backend (cuDNN, cuBLAS and our kernels). Throws when ringtrain was built without
