@@ -4,10 +4,15 @@
 # Idempotent: does nothing when all are present.
 set -euo pipefail
 
+# libjpeg-turbo's development files (the libjpeg API): Debian and Ubuntu name them differently.
+jpeg_dev=libjpeg62-turbo-dev
+if grep -qs '^ID=ubuntu' /etc/os-release; then jpeg_dev=libjpeg-turbo8-dev; fi
+
 packages=(
   build-essential cmake ninja-build pkg-config
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools libxxhash-dev
+  "$jpeg_dev" libpng-dev
   libopenblas-dev libdnnl-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev

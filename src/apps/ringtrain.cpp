@@ -1,5 +1,7 @@
-// ringtrain: one binary, subcommands `train`, `diagnose` and `data synth|convert|inspect`.
+// ringtrain: one binary, subcommands `train`, `diagnose` and
+// `data synth|convert|import-images|inspect`.
 // Parses flags and calls the library; every error ends in one line on stderr and a non-zero exit.
+#include <sched.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +18,7 @@
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/data/image_folder.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/dist/world.hpp"
 #include "ringtrain/train/checkpoint.hpp"
@@ -344,9 +347,11 @@ int run_job(const CLI::App& cmd, bool training, const JobFlags& job, TrainConfig
 
 // The dataset and checkpoint tools: what each was asked to do.
 struct ToolCommands {
-  CLI::App *synth = nullptr, *convert = nullptr, *inspect_data = nullptr, *inspect = nullptr;
+  CLI::App *synth = nullptr, *convert = nullptr, *import_images = nullptr, *inspect_data = nullptr,
+           *inspect = nullptr;
   SynthConfig synth_config;
-  std::string out, convert_dir, path;
+  ImportConfig import_config;
+  std::string out, convert_dir, path, image_size;
   int gzip = 0;
 };
 
@@ -376,10 +381,53 @@ void add_synth_command(CLI::App& data, ToolCommands& t) {
   t.synth->add_option("--gzip", t.gzip, "compression level 0-9")->check(CLI::Range(0, 9));
 }
 
+// The cores this process may run on (its CPU affinity), at least 1.
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// --size HxW (or N), checked when parsed: a bad value is a usage error.
+const CLI::Validator kImageSize(
+    [](std::string& value) -> std::string {
+      int height = 0, width = 0;
+      try {
+        parse_image_size(value, height, width);
+      } catch (const ConfigError& e) {
+        return e.what();
+      }
+      return "";
+    },
+    "HxW");
+
+void add_import_command(CLI::App& data, ToolCommands& t) {
+  ImportConfig& c = t.import_config;
+  c.workers = std::min(available_cores(), limits::kMaxWorkers);
+  t.import_images = data.add_subcommand(
+      "import-images",
+      "convert a folder of images in class folders (DIR/train/<class>/*.png|jpg|jpeg and "
+      "DIR/test/<class>/..., as torchvision's ImageFolder reads them) to HDF5");
+  t.import_images->add_option("dir", c.dir, "folder holding train/ and test/")->required();
+  t.import_images->add_option("out", c.out, "HDF5 file to write")->required()->check(kFilePath);
+  t.import_images->add_option("--workers", c.workers, "decoding threads (default: all cores)")
+      ->check(whole(1, limits::kMaxWorkers))
+      ->capture_default_str();
+  t.import_images
+      ->add_option("--size", t.image_size,
+                   "store HxW images: each scaled to cover HxW (bilinear, antialiased), then "
+                   "centre-cropped; without it every image must have the first one's size")
+      ->check(kImageSize);
+  t.import_images->add_flag("--force", c.force, "replace OUT if it exists");
+  t.import_images->add_option("--gzip", c.gzip, "compression level 0-9")->check(CLI::Range(0, 9));
+}
+
 void add_tool_commands(CLI::App& app, ToolCommands& t) {
   CLI::App* data = app.add_subcommand("data", "dataset tools");
   data->require_subcommand(1);
   add_synth_command(*data, t);
+  add_import_command(*data, t);
   t.convert = data->add_subcommand(
       "convert", "convert the CIFAR-10 binary distribution (cifar-10-batches-bin/) to HDF5");
   t.convert->add_option("--from", "input format")
@@ -398,11 +446,44 @@ void add_tool_commands(CLI::App& app, ToolCommands& t) {
   t.inspect->add_option("file", t.path, "checkpoint or HDF5 dataset")->required()->check(kFilePath);
 }
 
+// `data import-images`, saying on stderr how far it is (each tenth, once it has run a second)
+// and what it wrote.
+void run_import(const ToolCommands& t) {
+  ImportConfig c = t.import_config;
+  if (!t.image_size.empty()) parse_image_size(t.image_size, c.height, c.width);
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds = [start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  int64_t next_tenth = 1;
+  c.progress = [&](int64_t done, int64_t total) {
+    if (done * 10 < next_tenth * total) return;
+    next_tenth = done * 10 / total + 1;
+    if (seconds() >= 1)
+      fmt::print(stderr, "import-images: {}/{} images decoded ({}%), {:.1f} s\n", done, total,
+                 100 * done / total, seconds());
+  };
+  const ImportSummary s = import_image_folder(c);
+  const double elapsed = seconds();
+  fmt::print(stderr,
+             "import-images: wrote {}: {} train and {} test images, {} classes, {}x{} RGB, in "
+             "{:.2f} s ({:.0f} images/s, --workers {})\n",
+             c.out, s.train, s.test, s.classes, s.height, s.width, elapsed,
+             (s.train + s.test) / elapsed, c.workers);
+  if (s.skipped > 0)
+    fmt::print(stderr,
+               "import-images: skipped {} files that are not .png, .jpg or .jpeg images in a "
+               "class folder (the first: {})\n",
+               s.skipped, s.first_skipped);
+}
+
 void run_tool_command(const ToolCommands& t) {
   if (*t.convert) {
     const Dataset d = read_cifar10_bin(t.convert_dir);
     write_hdf5_dataset(t.out, d, t.gzip);
     spdlog::info("wrote {}: {} train and {} test images", t.out, d.train.count, d.test.count);
+  } else if (*t.import_images) {
+    run_import(t);
   } else if (*t.inspect) {
     std::fputs((is_checkpoint(t.path) ? inspect_checkpoint(t.path)
                                       : inspect_dataset(read_hdf5_dataset(t.path), t.path))

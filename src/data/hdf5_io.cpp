@@ -325,19 +325,28 @@ void check_labels(const Split& s, int classes, const std::string& path, const st
              "/labels: label ", s.labels[i], " at index ", i, " outside [0, ", classes, ")");
 }
 
+// Note: creation properties without object times (HDF5 stores them by default), so that the
+// same content always makes the same bytes.
+Handle untimed_properties(hid_t property_class, const std::string& what) {
+  Handle props(H5Pcreate(property_class), H5Pclose);
+  RT_CHECK(props.ok() && H5Pset_obj_track_times(props.get(), false) >= 0, what,
+           "H5Pcreate or H5Pset_obj_track_times failed");
+  return props;
+}
+
 void write_split(hid_t file, const std::string& name, const Split& s, int gzip_level) {
   const std::string what = str_cat("data: cannot write /", name, ": ");
-  Handle group(H5Gcreate2(file, ("/" + name).c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  Handle group_props = untimed_properties(H5P_GROUP_CREATE, what);
+  Handle group(H5Gcreate2(file, ("/" + name).c_str(), H5P_DEFAULT, group_props.get(), H5P_DEFAULT),
                H5Gclose);
   RT_CHECK(group.ok(), what, "H5Gcreate2 failed");
   const hsize_t idims[4] = {static_cast<hsize_t>(s.count), static_cast<hsize_t>(s.height),
                             static_cast<hsize_t>(s.width), static_cast<hsize_t>(s.channels)};
   const hsize_t chunk[4] = {std::min<hsize_t>(1024, idims[0]), idims[1], idims[2], idims[3]};
   Handle ispace(H5Screate_simple(4, idims, nullptr), H5Sclose);
-  Handle props(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-  RT_CHECK(ispace.ok() && props.ok() && H5Pset_chunk(props.get(), 4, chunk) >= 0, what,
-           "H5Screate_simple, H5Pcreate or H5Pset_chunk failed for images ",
-           dims_str({idims, idims + 4}));
+  Handle props = untimed_properties(H5P_DATASET_CREATE, what);
+  RT_CHECK(ispace.ok() && H5Pset_chunk(props.get(), 4, chunk) >= 0, what,
+           "H5Screate_simple or H5Pset_chunk failed for images ", dims_str({idims, idims + 4}));
   RT_CHECK(gzip_level == 0 || H5Pset_deflate(props.get(), static_cast<unsigned>(gzip_level)) >= 0,
            what, "H5Pset_deflate(", gzip_level, ") failed: this HDF5 library lacks gzip?");
   Handle images(H5Dcreate2(group.get(), "images", H5T_STD_U8LE, ispace.get(), H5P_DEFAULT,
@@ -349,8 +358,9 @@ void write_split(hid_t file, const std::string& name, const Split& s, int gzip_l
   const hsize_t ldims[1] = {static_cast<hsize_t>(s.count)};
   Handle lspace(H5Screate_simple(1, ldims, nullptr), H5Sclose);
   RT_CHECK(lspace.ok(), what, "labels: H5Screate_simple failed");
+  Handle label_props = untimed_properties(H5P_DATASET_CREATE, what);
   Handle labels(H5Dcreate2(group.get(), "labels", H5T_STD_I32LE, lspace.get(), H5P_DEFAULT,
-                           H5P_DEFAULT, H5P_DEFAULT),
+                           label_props.get(), H5P_DEFAULT),
                 H5Dclose);
   RT_CHECK(labels.ok() && H5Dwrite(labels.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                    s.labels.data()) >= 0,
@@ -371,6 +381,31 @@ void write_class_names(hid_t file, const std::vector<std::string>& names) {
   for (const auto& s : names) raw.push_back(s.c_str());
   RT_CHECK(attr.ok() && H5Awrite(attr.get(), type.get(), raw.data()) >= 0,
            "data: cannot write the classes attribute");
+}
+
+// Note: scalar text, as h5py writes a str attribute (variable-length UTF-8).
+void write_text_attribute(hid_t file, const std::string& name, const std::string& value) {
+  const std::string what = str_cat("data: cannot write the ", name, " attribute");
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  RT_CHECK(space.ok() && type.ok() && H5Tset_size(type.get(), H5T_VARIABLE) >= 0 &&
+               H5Tset_cset(type.get(), H5T_CSET_UTF8) >= 0,
+           what, ": H5Screate, H5Tcopy, H5Tset_size or H5Tset_cset failed");
+  Handle attr(H5Acreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+              H5Aclose);
+  const char* raw = value.c_str();
+  RT_CHECK(attr.ok() && H5Awrite(attr.get(), type.get(), &raw) >= 0, what);
+}
+
+void write_number_attribute(hid_t file, const std::string& name,
+                            const std::vector<double>& values) {
+  const std::string what = str_cat("data: cannot write the ", name, " attribute");
+  const hsize_t n = values.size();
+  Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+  RT_CHECK(space.ok(), what, ": H5Screate_simple failed");
+  Handle attr(H5Acreate2(file, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+              H5Aclose);
+  RT_CHECK(attr.ok() && H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, values.data()) >= 0, what);
 }
 
 // What a path that is not a regular file is, for the error.
@@ -452,7 +487,8 @@ void read_hdf5_images(const std::string& path, const std::string& split, int64_t
            ") failed (truncated or corrupt file?)");
 }
 
-void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_level) {
+void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_level,
+                        const FileAttributes& attributes) {
   RT_CHECK(gzip_level >= 0 && gzip_level <= 9, "data: gzip level must be 0-9, got ", gzip_level);
   RT_CHECK(data.classes() >= 1 && data.classes() <= kMaxClasses, "data: ", path, ": ",
            data.classes(), " class names, expected 1 to ", kMaxClasses);
@@ -460,6 +496,9 @@ void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_l
     write_split(file, "train", data.train, gzip_level);
     write_split(file, "test", data.test, gzip_level);
     write_class_names(file, data.class_names);
+    for (const auto& [name, values] : attributes.numbers)
+      write_number_attribute(file, name, values);
+    for (const auto& [name, value] : attributes.texts) write_text_attribute(file, name, value);
   });
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ringtrain/data/dataset.hpp"
 
@@ -22,8 +24,15 @@ Dataset read_hdf5_dataset(const std::string& path, int64_t max_train_image_bytes
 void read_hdf5_images(const std::string& path, const std::string& split, int64_t first,
                       int64_t count, uint8_t* out);
 
-// Writes the schema (images chunked by 1024, optional gzip level 1-9) to a temporary file that
-// is renamed into place, so a failure never leaves a partial file behind.
-void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_level = 0);
+// File attributes written beside `classes`: float64 vectors and UTF-8 strings, by name.
+struct FileAttributes {
+  std::vector<std::pair<std::string, std::vector<double>>> numbers;
+  std::vector<std::pair<std::string, std::string>> texts;
+};
+
+// Writes the schema (images chunked by 1024, optional gzip level 1-9) and `attributes` to a
+// temporary file that is renamed into place, so a failure never leaves a partial file behind.
+void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_level = 0,
+                        const FileAttributes& attributes = {});
 
 }  // namespace ringtrain

@@ -1,0 +1,328 @@
+#include "ringtrain/data/image_folder.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "ringtrain/core/error.hpp"
+#include "ringtrain/core/hash.hpp"
+#include "ringtrain/core/thread_pool.hpp"
+#include "ringtrain/core/version.hpp"
+#include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/data/image_decode.hpp"
+
+namespace ringtrain {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kWhat = "data import-images: ";
+constexpr int kMaxSide = 65535;
+
+// One image file of a split and the index of its class.
+struct ImageFile {
+  std::string path;
+  int32_t label = 0;
+};
+
+// A split's class folders and image files in ImageFolder's order, and the files passed over.
+struct SplitListing {
+  std::vector<std::string> classes;
+  std::vector<ImageFile> files;
+  int64_t skipped = 0;
+  std::string first_skipped;
+};
+
+bool has_image_name(const fs::path& file) {
+  std::string ext = file.extension().string();
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+}
+
+void skip(SplitListing& listing, const fs::path& file) {
+  if (listing.skipped++ == 0) listing.first_skipped = file.string();
+}
+
+// "DIR: no such folder" or the system's reason; empty when `dir` is a folder.
+std::string folder_problem(const fs::path& dir) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();
+  if (!fs::exists(status)) return "no such folder";
+  return fs::is_directory(status) ? "" : "not a folder";
+}
+
+// The class folders of a split, sorted as bytes (as ImageFolder's sorted() of the names); files
+// beside them are passed over.
+std::vector<std::string> class_folders(const fs::path& split, SplitListing& listing) {
+  std::vector<std::string> names;
+  std::error_code ec, entry_ec;  // an entry that cannot be examined is no class folder
+  for (fs::directory_iterator it(split, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(entry_ec))
+      names.push_back(it->path().filename().string());
+    else
+      skip(listing, it->path());
+  }
+  RT_CHECK(!ec, kWhat, split.string(), ": cannot be listed: ", ec.message());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The images of one class folder and its subfolders (links to folders followed, as os.walk's
+// followlinks), sorted by folder, then by name (ImageFolder walks sorted(os.walk(...)) and sorts
+// each folder's names). A file with an image name is an image whatever it is: decoding says why
+// it cannot be read.
+void list_class(const fs::path& folder, int32_t label, SplitListing& listing) {
+  std::vector<std::pair<std::string, std::string>> found;  // (folder, name)
+  std::error_code ec, entry_ec;
+  const auto options = fs::directory_options::follow_directory_symlink;
+  for (fs::recursive_directory_iterator it(folder, options, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_directory(entry_ec)) continue;
+    if (has_image_name(it->path()))
+      found.emplace_back(it->path().parent_path().string(), it->path().filename().string());
+    else
+      skip(listing, it->path());
+  }
+  RT_CHECK(!ec, kWhat, folder.string(), ": cannot be listed: ", ec.message());
+  RT_CHECK(!found.empty(), kWhat, folder.string(),
+           ": an empty class folder (no .png, .jpg or .jpeg file in it or below): add its "
+           "images or remove it");
+  std::sort(found.begin(), found.end());
+  for (const auto& [dir, name] : found)
+    listing.files.push_back({(fs::path(dir) / name).string(), label});
+}
+
+SplitListing list_split(const fs::path& root, const std::string& name) {
+  const fs::path split = root / name;
+  const std::string problem = folder_problem(split);
+  RT_CHECK(problem.empty(), kWhat, split.string(), ": ", problem, ": expected the ", name,
+           " images in ", split.string(),
+           "/<class>/*.png|jpg|jpeg (the layout of torchvision's ImageFolder)");
+  SplitListing listing;
+  listing.classes = class_folders(split, listing);
+  RT_CHECK(!listing.classes.empty(), kWhat, split.string(),
+           ": no class folders: put each class's images in ", split.string(), "/<class>/");
+  for (size_t k = 0; k < listing.classes.size(); ++k)
+    list_class(split / listing.classes[k], static_cast<int32_t>(k), listing);
+  return listing;
+}
+
+// Both splits need the same class folders, or a label would mean different classes.
+void check_same_classes(const SplitListing& train, const SplitListing& test, const fs::path& root) {
+  for (const std::string& name : train.classes)
+    RT_CHECK(std::binary_search(test.classes.begin(), test.classes.end(), name), kWhat,
+             (root / "test" / name).string(), ": missing: ", (root / "train" / name).string(),
+             " exists, and train and test need the same class folders");
+  for (const std::string& name : test.classes)
+    RT_CHECK(std::binary_search(train.classes.begin(), train.classes.end(), name), kWhat,
+             (root / "test" / name).string(), ": a class folder that ", (root / "train").string(),
+             " lacks: train and test need the same class folders");
+}
+
+// The size images are stored at: the configured one (every image resized), or the first train
+// image's (every image must have it).
+struct StoredSize {
+  int height = 0, width = 0;
+  bool resize = false;
+  std::string first;
+};
+
+StoredSize stored_size(const ImportConfig& c, const SplitListing& train) {
+  StoredSize size{c.height, c.width, c.height > 0, train.files.front().path};
+  if (!size.resize) {
+    const RgbImage first = decode_image(size.first);
+    size.height = first.height;
+    size.width = first.width;
+  }
+  return size;
+}
+
+void decode_into(const std::string& path, const StoredSize& size, uint8_t* out) {
+  RgbImage image = decode_image(path);
+  if (size.resize) image = resize_and_crop(image, size.height, size.width);
+  RT_CHECK(image.height == size.height && image.width == size.width, kWhat, path, ": ",
+           image.height, "x", image.width, " pixels (height x width), but the first image, ",
+           size.first, ", is ", size.height, "x", size.width,
+           ": pass --size HxW to bring every image to one size (scaled to cover it, then "
+           "centre-cropped)");
+  std::memcpy(out, image.pixels.data(), image.pixels.size());
+}
+
+// One file to decode and where its pixels go.
+struct DecodeJob {
+  const std::string* path;
+  uint8_t* out;
+};
+
+// Note: each thread takes the next job in order and writes only that job's pixels, so the
+// result does not depend on the thread count. After a failure the threads stop taking jobs; the
+// error of the earliest failed file among those tried is thrown.
+void decode_all(const std::vector<DecodeJob>& jobs, const StoredSize& size, const ImportConfig& c) {
+  const int64_t total = static_cast<int64_t>(jobs.size());
+  const int64_t step = std::max<int64_t>(1, total / 100);
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  int64_t reported = 0, first_failure = INT64_MAX;
+  std::string error;
+  const auto worker = [&](int64_t, int64_t) {
+    for (int64_t i = next++; i < total && !failed; i = next++) {
+      try {
+        decode_into(*jobs[i].path, size, jobs[i].out);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (i < first_failure) error = e.what();
+        first_failure = std::min(first_failure, i);
+        failed = true;
+        continue;
+      }
+      const int64_t now = ++done;
+      if (!c.progress || (now % step != 0 && now != total)) continue;
+      std::lock_guard<std::mutex> lock(mutex);
+      if (now <= reported) continue;
+      reported = now;
+      c.progress(now, total);
+    }
+  };
+  ThreadPool pool(c.workers - 1);
+  pool.parallel_for(c.workers, worker);  // one range of one index per thread: one worker each
+  if (failed) throw Error(error);
+}
+
+// A split of `files.size()` images of `size`, labelled, its pixels still to decode.
+Split blank_split(const SplitListing& listing, const StoredSize& size) {
+  Split s;
+  s.count = static_cast<int64_t>(listing.files.size());
+  s.height = size.height;
+  s.width = size.width;
+  s.channels = 3;
+  s.images.resize(static_cast<size_t>(s.count * s.image_bytes()));
+  for (const ImageFile& file : listing.files) s.labels.push_back(file.label);
+  return s;
+}
+
+void add_jobs(const SplitListing& listing, Split& split, std::vector<DecodeJob>& jobs) {
+  for (int64_t i = 0; i < split.count; ++i)
+    jobs.push_back({&listing.files[static_cast<size_t>(i)].path,
+                    split.images.data() + i * split.image_bytes()});
+}
+
+// Refuses an existing output unless `force`, and one that cannot be created, before the long
+// part: the probe creates and removes OUT.tmp, the writer's own temporary file.
+void check_output(const std::string& out, bool force) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(out, ec);
+  RT_CHECK(!fs::is_directory(status), kWhat, out, ": is a folder: name the HDF5 file to write");
+  RT_CHECK(!fs::exists(status) || force, kWhat, out, ": exists: pass --force to replace it");
+  const std::string probe = out + ".tmp";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  RT_CHECK(fd >= 0, kWhat, "cannot write ", out, ": creating ", probe,
+           " failed: ", std::strerror(errno), ": choose a folder that exists and may be written");
+  ::close(fd);
+  std::remove(probe.c_str());
+}
+
+// Per-channel mean and population standard deviation on the 0-1 scale.
+// Note: from exact integer moments (n * sum of squares - sum^2 = n^2 * variance, in 128 bits),
+// then divisions and a square root, each rounded once: nothing a compiler could fuse into a
+// multiply-add, so every build stores the same values.
+void channel_moments(const Split& s, std::vector<double>& mean, std::vector<double>& stdev) {
+  uint64_t sum[3] = {}, squares[3] = {};
+  for (size_t i = 0; i < s.images.size(); i += 3)
+    for (int c = 0; c < 3; ++c) {
+      const uint64_t v = s.images[i + c];
+      sum[c] += v;
+      squares[c] += v * v;
+    }
+  const uint64_t n = s.images.size() / 3;
+  for (int c = 0; c < 3; ++c) {
+    using Wide = unsigned __int128;
+    const Wide spread = Wide{n} * squares[c] - Wide{sum[c]} * sum[c];
+    mean.push_back(static_cast<double>(sum[c]) / static_cast<double>(n) / 255);
+    stdev.push_back(std::sqrt(static_cast<double>(spread)) / static_cast<double>(n) / 255);
+  }
+}
+
+uint64_t content_hash(const Dataset& d) {
+  uint64_t h = 0;
+  for (const Split* s : {&d.train, &d.test}) {
+    h = xxh64(s->images.data(), s->images.size(), h);
+    h = xxh64(s->labels.data(), s->labels.size() * sizeof(int32_t), h);
+  }
+  return h;
+}
+
+FileAttributes provenance(const Dataset& d, const std::string& dir) {
+  FileAttributes a;
+  std::vector<double> mean, stdev;
+  channel_moments(d.train, mean, stdev);
+  a.numbers = {{"channel_mean", mean}, {"channel_std", stdev}};
+  a.texts = {{"source_dir", fs::canonical(dir).string()},
+             {"importer", "ringtrain data import-images"},
+             {"importer_version", RINGTRAIN_VERSION},
+             {"content_xxh64", hex64(content_hash(d))}};
+  return a;
+}
+
+}  // namespace
+
+void parse_image_size(const std::string& text, int& height, int& width) {
+  const size_t x = text.find_first_of("xX");
+  const std::string h = text.substr(0, x), w = x == std::string::npos ? h : text.substr(x + 1);
+  const auto side = [&](const std::string& digits) {
+    const bool ok = !digits.empty() && digits.size() <= 5 &&
+                    digits.find_first_not_of("0123456789") == std::string::npos &&
+                    std::stoi(digits) >= 1 && std::stoi(digits) <= kMaxSide;
+    RT_CHECK_AS(ConfigError, ok, "image size '", text, "' is not HxW (height x width, each 1 to ",
+                kMaxSide, ", e.g. 32x32) nor N (NxN)");
+    return std::stoi(digits);
+  };
+  height = side(h);
+  width = side(w);
+  RT_CHECK_AS(ConfigError, int64_t{height} * width <= kMaxDecodedPixels, "image size '", text,
+              "' is more than the ", kMaxDecodedPixels, " pixels an image may have");
+}
+
+ImageFolder load_image_folder(const ImportConfig& c) {
+  RT_CHECK(c.workers >= 1, kWhat, "--workers must be at least 1, got ", c.workers);
+  RT_CHECK((c.height > 0) == (c.width > 0), kWhat, "give both height and width, or neither");
+  const fs::path root(c.dir);
+  const std::string problem = folder_problem(root);
+  RT_CHECK(problem.empty(), kWhat, c.dir, ": ", problem,
+           ": give the folder that holds train/<class>/ and test/<class>/");
+  const SplitListing train = list_split(root, "train"), test = list_split(root, "test");
+  check_same_classes(train, test, root);
+  const StoredSize size = stored_size(c, train);
+  ImageFolder folder;
+  folder.data.class_names = train.classes;
+  folder.data.train = blank_split(train, size);
+  folder.data.test = blank_split(test, size);
+  std::vector<DecodeJob> jobs;
+  add_jobs(train, folder.data.train, jobs);
+  add_jobs(test, folder.data.test, jobs);
+  decode_all(jobs, size, c);
+  folder.skipped = train.skipped + test.skipped;
+  folder.first_skipped = train.skipped > 0 ? train.first_skipped : test.first_skipped;
+  return folder;
+}
+
+ImportSummary import_image_folder(const ImportConfig& c) {
+  check_output(c.out, c.force);
+  const ImageFolder folder = load_image_folder(c);
+  const Dataset& d = folder.data;
+  write_hdf5_dataset(c.out, d, c.gzip, provenance(d, c.dir));
+  return {d.train.count,  d.test.count,  folder.skipped,      d.classes(),
+          d.train.height, d.train.width, folder.first_skipped};
+}
+
+}  // namespace ringtrain
