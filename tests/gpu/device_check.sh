@@ -190,9 +190,7 @@ stage_cifar10() {
   mkdir -p "$WORK/cifar"
   within tar -C "$WORK/cifar" -xzf "$tarball" || fail "cannot unpack $tarball"
   images=$(cifar_folder "$WORK/cifar") || fail "no train/ folder in $tarball"
-  # Note: the importer's interface as planned: the folder with train/<class>/*.jpg and
-  # test/<class>/*.jpg, and the HDF5 file to write.
-  within "$BIN/ringtrain" data import-images "$images" --out "$WORK/cifar10.h5" ||
+  within "$BIN/ringtrain" data import-images "$images" "$WORK/cifar10.h5" ||
     fail "ringtrain data import-images failed"
   (cd "$WORK" && within "$BIN/ringtrain" train --device cuda --data "$WORK/cifar10.h5" \
     --depth 18 --epochs 1 --amp bf16 --workers "$(workers)" \
