@@ -10,6 +10,7 @@
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/backend/kernels/classifier.hpp"
 #include "ringtrain/backend/kernels/pool.hpp"
+#include "ringtrain/core/layout.hpp"
 
 namespace ringtrain {
 namespace {
@@ -123,16 +124,11 @@ class PoolKernel : public ::testing::TestWithParam<std::tuple<Shape, bool>> {
   Grid grid(int64_t n) const { return std::get<1>(GetParam()) ? kSmallGrid : device_grid(n); }
 };
 
-// v, an [N, C, H, W] activation in NCHW order, in NHWC order.
-std::vector<float> nchw_to_nhwc(const std::vector<float>& v, const Shape& s) {
-  const int64_t c = s[1], hw = s[2] * s[3];
-  std::vector<float> out(v.size());
-  for (int64_t image = 0; image < s[0]; ++image)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < hw; ++p)
-        out[static_cast<std::size_t>((image * hw + p) * c + ch)] =
-            v[static_cast<std::size_t>((image * c + ch) * hw + p)];
-  return out;
+// The values of an [N, C, H, W] activation given in NCHW order, in NHWC order.
+std::vector<float> nhwc_values(const std::vector<float>& nchw, const Shape& shape) {
+  Tensor nhwc = Tensor::zeros(shape, DType::f32, Layout::nhwc);
+  convert_layout(f32_tensor(nchw, shape), nhwc);
+  return values_of(nhwc);
 }
 
 TEST_P(PoolKernel, AvgPoolForwardMatchesTheCpu) {
@@ -140,7 +136,7 @@ TEST_P(PoolKernel, AvgPoolForwardMatchesTheCpu) {
   CpuBackend cpu(1);
   Tensor y = Tensor::zeros({dim(0), dim(1)}, DType::f32);
   cpu.global_avg_pool_forward(f32_tensor(x, shape()), y);
-  const std::vector<float> nhwc = nchw_to_nhwc(x, shape());
+  const std::vector<float> nhwc = nhwc_values(x, shape());
   const auto emulated = [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> in = to_elements<T>(nhwc);
@@ -158,7 +154,7 @@ TEST_P(PoolKernel, AvgPoolBackwardMatchesTheCpu) {
   CpuBackend cpu(1);
   Tensor dx = Tensor::zeros(shape(), DType::f32);
   cpu.global_avg_pool_backward(f32_tensor(dy, {dim(0), dim(1)}), dx);
-  const std::vector<float> want = nchw_to_nhwc(values_of(dx), shape());
+  const std::vector<float> want = nhwc_values(values_of(dx), shape());
   const auto emulated = [&](auto tag) {
     using T = decltype(tag);
     const std::vector<T> in = to_elements<T>(dy);
