@@ -1,6 +1,8 @@
 // The classifier's GEMMs through cuBLAS with f32 accumulation. Row-major [rows, cols] matrices
 // are column-major [cols, rows] to cuBLAS, so each product is written transposed.
 #include "backend_impl.hpp"
+#include "launch.cuh"
+#include "ringtrain/backend/kernels/classifier.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {
@@ -28,20 +30,6 @@ void gemm(cublasHandle_t h, DType t, cublasOperation_t op_a, cublasOperation_t o
                              ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-template <class T>
-__global__ void add_bias_kernel(T* y, const T* b, int64_t rows, int cols) {
-  RT_GRID_STRIDE(i, rows * cols) y[i] = from_float<T>(to_float(y[i]) + to_float(b[i % cols]));
-}
-
-template <class T>
-__global__ void column_sums_kernel(const T* dy, T* db, int rows, int cols) {
-  RT_GRID_STRIDE(j, cols) {
-    float sum = 0.f;
-    for (int i = 0; i < rows; ++i) sum += to_float(dy[int64_t{i} * cols + j]);
-    db[j] = from_float<T>(to_float(db[j]) + sum);
-  }
-}
-
 }  // namespace
 
 void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
@@ -54,9 +42,8 @@ void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor&
        y.raw(), d.m);
   dispatch_float("linear_forward", y, [&](auto tag) {
     using T = decltype(tag);
-    add_bias_kernel<<<blocks_for(y.numel()), kThreads, 0, compute_>>>(
-        static_cast<T*>(y.raw()), static_cast<const T*>(b.raw()), d.n, d.m);
-    RT_CUDA_CHECK_LAUNCH("add_bias_kernel");
+    const kernels::AddBias<T> body{static_cast<T*>(y.raw()), static_cast<const T*>(b.raw()), d.m};
+    launch_grid_stride("linear_forward (bias)", body, y.numel(), compute_);
   });
 }
 
@@ -77,9 +64,9 @@ void CudaBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor
          0.f, dx->raw(), d.k);
   dispatch_float("linear_backward", dy, [&](auto tag) {
     using T = decltype(tag);
-    column_sums_kernel<<<blocks_for(d.m), kThreads, 0, compute_>>>(
-        static_cast<const T*>(dy.raw()), static_cast<T*>(db.raw()), d.n, d.m);
-    RT_CUDA_CHECK_LAUNCH("column_sums_kernel");
+    const kernels::ColumnSums<T> body{static_cast<const T*>(dy.raw()), static_cast<T*>(db.raw()),
+                                      d.n, d.m};
+    launch_grid_stride("linear_backward (bias gradient)", body, d.m, compute_);
   });
 }
 

@@ -1,6 +1,8 @@
 // Pooling: max pooling through cuDNN (NHWC, deterministic backward) and global average pooling
-// (our kernels).
+// (our kernels, whose bodies are in ringtrain/backend/kernels/pool.hpp).
 #include "backend_impl.hpp"
+#include "launch.cuh"
+#include "ringtrain/backend/kernels/pool.hpp"
 #include "ringtrain/backend/op_checks.hpp"
 
 namespace ringtrain::cuda {
@@ -30,25 +32,6 @@ struct PoolDescriptors {
   PoolDescriptors& operator=(const PoolDescriptors&) = delete;
 };
 
-// NHWC: image n's channel c is every c-th value of its hw x C block.
-template <class T>
-__global__ void avg_pool_forward_kernel(const T* x, T* y, int64_t n, int64_t hw, int64_t c) {
-  RT_GRID_STRIDE(i, n * c) {
-    const T* in = x + (i / c) * hw * c + i % c;
-    float sum = 0.f;
-    for (int64_t p = 0; p < hw; ++p) sum += to_float(in[p * c]);
-    y[i] = from_float<T>(sum / static_cast<float>(hw));
-  }
-}
-
-template <class T>
-__global__ void avg_pool_backward_kernel(const T* dy, T* dx, int64_t n, int64_t hw, int64_t c) {
-  RT_GRID_STRIDE(i, n * hw * c) {
-    const int64_t image = i / (hw * c), channel = i % c;
-    dx[i] = from_float<T>(to_float(dy[image * c + channel]) / static_cast<float>(hw));
-  }
-}
-
 }  // namespace
 
 void CudaBackend::max_pool_forward(const PoolGeometry& g, const Tensor& x, Tensor& y) {
@@ -74,10 +57,9 @@ void CudaBackend::global_avg_pool_forward(const Tensor& x, Tensor& y) {
   check_shape("global_avg_pool_forward", "output", y, {x.dim(0), x.dim(1)});
   dispatch_float("global_avg_pool_forward", x, [&](auto tag) {
     using T = decltype(tag);
-    avg_pool_forward_kernel<<<blocks_for(y.numel()), kThreads, 0, compute_>>>(
-        static_cast<const T*>(x.raw()), static_cast<T*>(y.raw()), x.dim(0), x.dim(2) * x.dim(3),
-        x.dim(1));
-    RT_CUDA_CHECK_LAUNCH("avg_pool_forward_kernel");
+    const kernels::AvgPoolForward<T> body{static_cast<const T*>(x.raw()), static_cast<T*>(y.raw()),
+                                          x.dim(2) * x.dim(3), x.dim(1)};
+    launch_grid_stride("global_avg_pool_forward", body, y.numel(), compute_);
   });
 }
 
@@ -86,10 +68,10 @@ void CudaBackend::global_avg_pool_backward(const Tensor& dy, Tensor& dx) {
   check_shape("global_avg_pool_backward", "output gradient", dy, {dx.dim(0), dx.dim(1)});
   dispatch_float("global_avg_pool_backward", dx, [&](auto tag) {
     using T = decltype(tag);
-    avg_pool_backward_kernel<<<blocks_for(dx.numel()), kThreads, 0, compute_>>>(
-        static_cast<const T*>(dy.raw()), static_cast<T*>(dx.raw()), dx.dim(0),
-        dx.dim(2) * dx.dim(3), dx.dim(1));
-    RT_CUDA_CHECK_LAUNCH("avg_pool_backward_kernel");
+    const kernels::AvgPoolBackward<T> body{static_cast<const T*>(dy.raw()),
+                                           static_cast<T*>(dx.raw()), dx.dim(2) * dx.dim(3),
+                                           dx.dim(1)};
+    launch_grid_stride("global_avg_pool_backward", body, dx.numel(), compute_);
   });
 }
 

@@ -53,7 +53,3 @@ void dispatch_float(const char* op, const Tensor& t, F&& f) {
 }
 
 }  // namespace ringtrain::cuda
-
-#define RT_GRID_STRIDE(i, n)                                                \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
-       i += int64_t{blockDim.x} * gridDim.x)
