@@ -54,6 +54,22 @@ inline Grid device_grid(int64_t n) {
 
 constexpr Grid kSmallGrid{3, 32};
 
+// The grid of each launch of an op that launches several bodies, from its number of indices:
+// the launcher's own, and fixed ones that walk the indices in other orders.
+using GridOf = Grid (*)(int64_t);
+inline Grid launcher_grid(int64_t n) {
+  return device_grid(n);
+}
+inline Grid small_grid(int64_t) {
+  return kSmallGrid;
+}
+inline Grid one_thread(int64_t) {
+  return {1, 1};
+}
+inline Grid odd_grid(int64_t) {
+  return {7, 33};
+}
+
 template <class Body>
 void emulate_grid_stride(const Body& body, int64_t n, Grid grid) {
   std::vector<uint8_t> visits(static_cast<std::size_t>(n), 0);

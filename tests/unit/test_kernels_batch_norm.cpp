@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "host_grid.hpp"
+#include "kernel_data.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/backend/kernels/batch_norm.hpp"
 #include "ringtrain/core/half.hpp"
@@ -35,26 +36,17 @@ namespace {
 using test::device_grid;
 using test::emulate_grid_stride;
 using test::Grid;
+using test::GridOf;
 using test::HostBf16;
 using test::kSmallGrid;
+using test::launcher_grid;
+using test::odd_grid;
+using test::one_thread;
+using test::rounded_to_bf16;
+using test::small_grid;
 
 constexpr float kMomentum = 0.1f, kEps = 1e-5f;
 constexpr double kF32Tol = 2e-6, kBf16Ulp = 1.0 / 128;
-
-// The grid each launch gets, from its number of indices.
-using GridOf = Grid (*)(int64_t);
-Grid launcher_grid(int64_t n) {
-  return device_grid(n);
-}
-Grid small_grid(int64_t) {
-  return kSmallGrid;
-}
-Grid one_thread(int64_t) {
-  return {1, 1};
-}
-Grid odd_grid(int64_t) {
-  return {7, 33};
-}
 
 // [n, C, hw] in NCHW, the [rows = n * hw, C] matrix of the CUDA backend.
 struct NormShape {
@@ -276,11 +268,6 @@ void expect_near(const std::vector<float>& body, const std::vector<float>& cpu, 
     ASSERT_NEAR(body[i], ref, kF32Tol * (1 + std::abs(ref)) + ulp * std::abs(ref))
         << what << " [" << i << "] of " << cpu.size();
   }
-}
-
-std::vector<float> rounded_to_bf16(std::vector<float> v) {
-  for (float& x : v) x = bf16_to_float(float_to_bf16(x));
-  return v;
 }
 
 // A body's outputs against the CPU's; `ulp` is 0 for f32 elements, one bf16 ulp for bf16 (whose

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "host_grid.hpp"
+#include "kernel_data.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/backend/kernels/elementwise.hpp"
 #include "ringtrain/core/half.hpp"
@@ -14,44 +15,27 @@
 namespace ringtrain {
 namespace {
 
+using test::bf16_exact_values;
 using test::device_grid;
 using test::emulate_grid_stride;
 using test::Grid;
 using test::HostBf16;
 using test::kSmallGrid;
+using test::rounded_to_bf16;
+using test::values_of;
+
+// A 1-D f32 tensor holding v.
+Tensor vector_tensor(const std::vector<float>& v) {
+  return test::f32_tensor(v, {static_cast<int64_t>(v.size())});
+}
 
 const int64_t kSizes[] = {1, 31, 257, 4099};
-
-// n values in [-2, 2], a quarter of them exactly 0, each representable in bf16 (so the CPU's
-// f32 input and the bf16 body's input are the same numbers).
-std::vector<float> bf16_exact_values(int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.f, 2.f);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) x = rng() % 4 == 0 ? 0.f : bf16_to_float(float_to_bf16(dist(rng)));
-  return v;
-}
-
-Tensor tensor_of(const std::vector<float>& v) {
-  Tensor t = Tensor::zeros({static_cast<int64_t>(v.size())}, DType::f32);
-  std::copy(v.begin(), v.end(), t.data<float>());
-  return t;
-}
-
-std::vector<float> values_of(const Tensor& t) {
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
-}
-
-std::vector<float> rounded_to_bf16(std::vector<float> v) {
-  for (float& x : v) x = bf16_to_float(float_to_bf16(x));
-  return v;
-}
 
 // The CPU backend's result of a binary op on (a, b).
 template <class Op>
 std::vector<float> cpu_binary(const std::vector<float>& a, const std::vector<float>& b, Op op) {
   CpuBackend cpu(1);
-  Tensor ta = tensor_of(a), tb = tensor_of(b), ty = Tensor::zeros(ta.shape(), DType::f32);
+  Tensor ta = vector_tensor(a), tb = vector_tensor(b), ty = Tensor::zeros(ta.shape(), DType::f32);
   op(cpu, ta, tb, ty);
   return values_of(ty);
 }
@@ -100,7 +84,7 @@ TEST_P(ElementwiseKernel, AddAndAddReluMatchTheCpu) {
 TEST_P(ElementwiseKernel, ScaleMatchesTheCpu) {
   const std::vector<float> values = bf16_exact_values(n(), 5);
   CpuBackend cpu(1);
-  Tensor t = tensor_of(values);
+  Tensor t = vector_tensor(values);
   cpu.scale(t, 0.375);
   std::vector<float> out = values;
   emulate_grid_stride(kernels::Scale<float>{out.data(), 0.375f}, n(), grid());

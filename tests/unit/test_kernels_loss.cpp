@@ -26,24 +26,15 @@ namespace {
 using test::device_grid;
 using test::emulate_grid_stride;
 using test::Grid;
+using test::GridOf;
 using test::HostBf16;
 using test::kSmallGrid;
+using test::launcher_grid;
+using test::odd_grid;
+using test::one_thread;
+using test::small_grid;
 
 constexpr float kSmoothing = 0.1f;
-
-using GridOf = Grid (*)(int64_t);
-Grid launcher_grid(int64_t n) {
-  return device_grid(n);
-}
-Grid small_grid(int64_t) {
-  return kSmallGrid;
-}
-Grid one_thread(int64_t) {
-  return {1, 1};
-}
-Grid odd_grid(int64_t) {
-  return {7, 33};
-}
 
 // n * classes logits drawn from a few bf16-exact values (so that rows have ties), labels in
 // [0, classes).
