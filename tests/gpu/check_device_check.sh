@@ -105,6 +105,32 @@ EOF
   chmod +x "$1/cudnn_probe" "$1/bench_train_gpu"
 }
 
+# tiny_image_tarball FILE: a tar.gz of train/ and test/ class folders of 8x8 PNG images, for the
+# cifar10 stage to import for real.
+tiny_image_tarball() {
+  local root
+  root=$(dirname "$1")/images
+  python3 - "$root" <<'PY'
+import os, struct, sys, zlib
+def png(path, shade):
+    rows = b"".join(b"\x00" + bytes([shade, 255 - shade, 128]) * 8 for _ in range(8))
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+    head = struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(rows))
+                + chunk(b"IEND", b""))
+for split in ("train", "test"):
+    for label, name in enumerate(("cat", "dog")):
+        folder = os.path.join(sys.argv[1], split, name)
+        os.makedirs(folder)
+        for i in range(2):
+            png(os.path.join(folder, f"{i}.png"), 60 * label + 10 * i)
+PY
+  tar -C "$root" -czf "$1" train test
+}
+
 fake_gpu() {
   local gpu_tests=$1 ringtrain=$2 case=$tmp/fake rc listed
   if "$gpu_tests" --gtest_filter='CudaTraining.Bf16*' 2>&1 | grep -q '^\[  PASSED  \] [1-9]'; then
@@ -116,7 +142,9 @@ fake_gpu() {
   ln -s "$gpu_tests" "$case/binaries/ringtrain_gpu_tests"
   ln -s "$ringtrain" "$case/binaries/ringtrain"
   fake_probe_and_bench "$case/binaries"
-  PATH="$case/bin:$PATH" OUT=$case/out DEVICE_CHECK_BIN=$case/binaries timeout 420 \
+  tiny_image_tarball "$case/images.tar.gz"
+  PATH="$case/bin:$PATH" OUT=$case/out DEVICE_CHECK_BIN=$case/binaries \
+    CIFAR_TARBALL=$case/images.tar.gz timeout 420 \
     bash "$check" >"$case/stdout" 2>&1
   rc=$?
   local out=$case/out
@@ -140,8 +168,10 @@ fake_gpu() {
     "$out/tests/CudaTraining.Bf16LossFallsOnABatchItCanMemorise.log"
   expect "fake GPU: gpu_tests.tsv has one line per test" \
     [ "$(($(wc -l <"$out/gpu_tests.tsv") - 1))" -eq "$listed" ]
-  expect "fake GPU: cifar10 skipped without an importer" \
-    [ "$(result_of "$out" cifar10)" = "skipped: no image importer in this build" ]
+  expect "fake GPU: cifar10 imports the images, then fails in ringtrain train" \
+    starts_with "$(result_of "$out" cifar10)" "FAIL: ringtrain train exit"
+  expect "fake GPU: cifar10's importer wrote the dataset" \
+    grep -q "import-images: wrote .*: 4 train and 4 test images, 2 classes" "$out/cifar10.log"
   expect "fake GPU: resnet50 fails in ringtrain train --workers 0" \
     [ "$(result_of "$out" resnet50)" = "FAIL: ringtrain train --workers 0 failed" ]
   expect "fake GPU: resnet50 keeps the on-device rate as its key number" \

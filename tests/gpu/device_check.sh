@@ -107,7 +107,7 @@ stage_cudnn() {
   key "$(grab ' ([0-9]+) NONE' "$OUT/cudnn.log") NONE"
   case $rc in
     0) ;;
-    1) fail "$(grab '\(([0-9]+) in NHWC\)' "$OUT/cudnn.log") NHWC passes without an algorithm" ;;
+    1) fail "$(grab '\(([0-9]+) in NHWC' "$OUT/cudnn.log") NHWC passes without an algorithm" ;;
     124 | 137) fail "deadline" ;;
     *) fail "cudnn_probe exit $rc" ;;
   esac
