@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Tests of tests/gpu/device_check.sh that need no GPU.
 #   check_device_check.sh dry-run
-#       --dry-run: exit 0, eight stages in order, each "skipped: no GPU (dry run)", in
+#       --dry-run: exit 0, nine stages in order, each "skipped: no GPU (dry run)", in
 #       results.tsv, summary.md and on stdout; and the real mode stops at once, saying why, when
 #       nvidia-smi fails or lists no GPU.
 #   check_device_check.sh fake-gpu RINGTRAIN_GPU_TESTS RINGTRAIN
 #       the real mode against an nvidia-smi that claims a GPU, with these two binaries and a fake
 #       cudnn_probe and bench_train_gpu: every stage ends in results.tsv; each GPU test ran in its
 #       own process with RINGTRAIN_REQUIRE_GPU=1 and so failed, and was rerun with
-#       CUDA_LAUNCH_BLOCKING=1, both logs kept; the key numbers are read from the outputs. Exit 77
+#       CUDA_LAUNCH_BLOCKING=1, both logs kept; the key numbers are read from the outputs; the dp
+#       stage is skipped by a ringtrain without --dp-share-device and fails on the fake GPU in
+#       one with it. Exit 77
 #       (skipped) where a real GPU is present.
 set -u
 check=$(cd "$(dirname "$0")" && pwd)/device_check.sh
@@ -25,7 +27,7 @@ expect() { # expect NAME COMMAND...: passes when the command succeeds
   shift
   if "$@"; then ok "$name"; else bad "$name"; fi
 }
-stages="env cudnn tests memcheck cifar10 resnet50 pytorch mpi"
+stages="env cudnn tests memcheck cifar10 resnet50 dp pytorch mpi"
 
 # results.tsv: the header, then one line of 4 tab-separated columns per stage, in order, each
 # with a result of ok, FAIL or skipped.
@@ -61,7 +63,7 @@ dry_run() {
   OUT=$out timeout 60 bash "$check" --dry-run >"$tmp/dry.txt" 2>&1
   rc=$?
   expect "dry run exits 0" [ "$rc" -eq 0 ]
-  expect "dry run: results.tsv has the 8 stages in order, 4 columns each" well_formed "$out"
+  expect "dry run: results.tsv has the 9 stages in order, 4 columns each" well_formed "$out"
   expect "dry run: every stage 'skipped: no GPU (dry run)'" \
     [ "$(tail -n +2 "$out/results.tsv" | cut -f2 | sort -u)" = "skipped: no GPU (dry run)" ]
   expect "dry run: the table printed" has_table "$tmp/dry.txt"
@@ -149,7 +151,7 @@ fake_gpu() {
   rc=$?
   local out=$case/out
   expect "fake GPU: exit 1 (stages failed)" [ "$rc" -eq 1 ]
-  expect "fake GPU: results.tsv has the 8 stages in order, 4 columns each" well_formed "$out"
+  expect "fake GPU: results.tsv has the 9 stages in order, 4 columns each" well_formed "$out"
   expect "fake GPU: the table printed" has_table "$case/stdout"
   expect "fake GPU: the table in summary.md" has_table "$out/summary.md"
   expect "fake GPU: env fails, saying the driver is older than the CUDA runtime" \
@@ -176,6 +178,13 @@ fake_gpu() {
     [ "$(result_of "$out" resnet50)" = "FAIL: ringtrain train --workers 0 failed" ]
   expect "fake GPU: resnet50 keeps the on-device rate as its key number" \
     [ "$(key_of "$out" resnet50)" = "on-device 24310 img/s" ]
+  if "$ringtrain" train --help 2>&1 | grep -q -- '--dp-share-device'; then
+    expect "fake GPU: dp fails in ringtrain train --mode dp" \
+      starts_with "$(result_of "$out" dp)" "FAIL: ringtrain train --mode dp exit "
+  else
+    expect "fake GPU: dp skipped without --dp-share-device" \
+      [ "$(result_of "$out" dp)" = "skipped: this build's DataParallel has no --dp-share-device" ]
+  fi
 }
 
 case ${1:-} in

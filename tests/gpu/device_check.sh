@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check: eight stages for one short turn on a machine with an NVIDIA GPU, each under its
+# The GPU check: nine stages for one short turn on a machine with an NVIDIA GPU, each under its
 # own hard deadline (they sum to under 7 minutes), each recorded the moment it ends, so that a
 # check killed half-way still leaves what it found.
 #
@@ -15,6 +15,7 @@
 #   cifar10   ResNet-18, one epoch of real CIFAR-10 (JPEG class folders in $CIFAR_TARBALL,
 #             default build-gpu/cifar10.tar.gz)
 #   resnet50  ResNet-50 bf16 throughput: on-device data, real loader with 0 and N workers
+#   dp        ResNet-50 bf16 under DataParallel: 2 replicas sharing the GPU, its phase table
 #   pytorch   PyTorch eager on the same model and device, for the ratio
 #   mpi       ringtrain train under mpirun -np 1
 #
@@ -29,8 +30,8 @@ set -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SELF="$ROOT/tests/gpu/device_check.sh"
 # name:deadline in seconds. Each stage also gets up to 2 s to die after its deadline:
-# 8 x 2 s on top of these 400 s keeps the whole check under 7 minutes.
-STAGES=(env:20 cudnn:30 tests:120 memcheck:45 cifar10:50 resnet50:65 pytorch:40 mpi:30)
+# 9 x 2 s on top of these 400 s keeps the whole check under 7 minutes.
+STAGES=(env:20 cudnn:30 tests:110 memcheck:35 cifar10:50 resnet50:65 dp:25 pytorch:35 mpi:30)
 TEST_DEADLINE=30 # one GPU test, and again its rerun
 
 # ---- helpers run inside a stage (STAGE_NAME, STAGE_DEADLINE, STAGE_START, OUT, WORK, BIN set) ----
@@ -238,6 +239,25 @@ stage_resnet50() {
   key "on-device $on_device img/s; loader, 0 workers: $zero"
   many=$(loader_rate "$n") || fail "ringtrain train --workers $n failed"
   key "on-device $on_device img/s; loader, 0 workers: $zero; $n workers: $many"
+}
+
+# Note: two replicas share GPU 0 (--dp-share-device), so the stage runs on a one-GPU machine;
+# its img/s is not DataParallel's on two GPUs, but every phase of the step runs on the device.
+stage_dp() {
+  need_bin ringtrain
+  within "$BIN/ringtrain" train --help 2>&1 | grep -q -- '--dp-share-device' ||
+    skip "this build's DataParallel has no --dp-share-device"
+  local data=$WORK/synth.h5
+  if [ ! -f "$data" ]; then
+    data=$WORK/dp_synth.h5
+    within "$BIN/ringtrain" data synth --out "$data" --train 5120 --test 256 ||
+      fail "ringtrain data synth exit $?"
+  fi
+  echo "-- ringtrain train --mode dp --devices 2 --dp-share-device (20 steps)"
+  (cd "$WORK" && within "$BIN/ringtrain" train --device cuda --mode dp --devices 2 \
+    --dp-share-device --data "$data" --depth 50 --batch-size 256 --amp bf16 --workers 0 \
+    --steps 20 --no-eval --summary "$OUT/dp_summary.json") || fail "ringtrain train --mode dp exit $?"
+  key "$(grab 'summary: .*, ([0-9.]+) img/s' "$OUT/dp.log") img/s"
 }
 
 stage_pytorch() {
