@@ -256,7 +256,8 @@ stage_dp() {
   echo "-- ringtrain train --mode dp --devices 2 --dp-share-device (20 steps)"
   (cd "$WORK" && within "$BIN/ringtrain" train --device cuda --mode dp --devices 2 \
     --dp-share-device --data "$data" --depth 50 --batch-size 256 --amp bf16 --workers 0 \
-    --steps 20 --no-eval --summary "$OUT/dp_summary.json") || fail "ringtrain train --mode dp exit $?"
+    --steps 20 --no-eval --summary "$OUT/dp_summary.json") ||
+    fail "ringtrain train --mode dp exit $?"
   key "$(grab 'summary: .*, ([0-9.]+) img/s' "$OUT/dp.log") img/s"
 }
 
