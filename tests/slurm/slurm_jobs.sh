@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The jobs/ scripts under a real Slurm (one node started here, slurm_cluster.sh), on the CPU
 # backend: ddp_1node.sbatch with 2 tasks and dp_1node.sbatch run to completion with their logs
-# in a per-job folder; then a DDP job is stopped mid-run with `scancel --signal=USR1`, leaves a
+# in a per-job folder, and compare_strategies.sbatch (--gpus-per-node=0) fills its table; then a DDP job is stopped mid-run with `scancel --signal=USR1`, leaves a
 # checkpoint and exit code 75, and a second submission of the same job name resumes from it;
 # and with RINGTRAIN_REQUEUE=1 a stopped job requeues itself and resumes.
 #   tests/slurm/slurm_jobs.sh build/ringtrain     (run from anywhere; submits from the repo root)
@@ -63,6 +63,19 @@ if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "DataParallel over 2
 else
   fail "dp_1node.sbatch: job $id $(job_field "$id" JobState)" "$dir/dp-run/train.log"
 fi
+
+# The strategy comparison on this node without GPUs: the job's GPU request turned off on the
+# command line (a cluster without GPU resources refuses it otherwise), the three rows trained.
+export OUT=$dir/cmp RINGTRAIN=$bin STEPS=4 GLOBAL_BATCH=16
+id=$(submit rt-compare --gpus-per-node=0 jobs/compare_strategies.sbatch --data "$dir/small.h5" \
+  --depth 18 --width 0.125)
+if [ "$(job_field "$id" JobState)" = COMPLETED ] &&
+  [ "$(grep -cE '^\| (DataParallel|DDP), .* \| [0-9.]+ \|' "$dir/cmp/compare.md")" -eq 3 ]; then
+  echo "ok   compare_strategies.sbatch --gpus-per-node=0: job $id COMPLETED, three rows measured"
+else
+  fail "compare_strategies.sbatch: job $id $(job_field "$id" JobState)" "$dir/rt-compare-$id.out"
+fi
+unset OUT RINGTRAIN STEPS GLOBAL_BATCH
 
 # Stopped by the signal Slurm sends before a time limit, then resubmitted: it resumes.
 export RINGTRAIN_CKPT_DIR=$dir/long-ckpt RINGTRAIN_RUN_DIR=$dir/long-run
