@@ -245,9 +245,11 @@ stage_resnet50() {
 # its img/s is not DataParallel's on two GPUs, but every phase of the step runs on the device.
 stage_dp() {
   need_bin ringtrain
-  within "$BIN/ringtrain" train --help 2>&1 | grep -q -- '--dp-share-device' ||
+  # Note: the help is read whole first: grep -q in a pipe would end it early (pipefail).
+  local help data=$WORK/synth.h5
+  help=$(within "$BIN/ringtrain" train --help 2>&1)
+  grep -q -- '--dp-share-device' <<<"$help" ||
     skip "this build's DataParallel has no --dp-share-device"
-  local data=$WORK/synth.h5
   if [ ! -f "$data" ]; then
     data=$WORK/dp_synth.h5
     within "$BIN/ringtrain" data synth --out "$data" --train 5120 --test 256 ||
