@@ -183,9 +183,11 @@ cifar_folder() {
 
 stage_cifar10() {
   need_bin ringtrain
-  # Note: CLI11 answers --help after an unknown subcommand with the parent's help, exit 0.
-  within "$BIN/ringtrain" data import-images --help 2>&1 | grep -q 'Usage: .*data import-images' ||
-    skip "no image importer in this build"
+  # Note: CLI11 answers --help after an unknown subcommand with the parent's help, exit 0. The
+  # help is read whole first: grep -q in a pipe could end it early (pipefail).
+  local help
+  help=$(within "$BIN/ringtrain" data import-images --help 2>&1)
+  grep -q 'Usage: .*data import-images' <<<"$help" || skip "no image importer in this build"
   local tarball=${CIFAR_TARBALL:-$ROOT/build-gpu/cifar10.tar.gz} images
   [ -f "$tarball" ] || skip "no CIFAR-10 tarball $tarball: set CIFAR_TARBALL to the carried .tar.gz"
   mkdir -p "$WORK/cifar"
