@@ -37,7 +37,7 @@ TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {
   ddp.broadcast_state();
   Sgd ddp_sgd(ddp_model.parameters(), backend, sc);
 
-  DataParallel dp(mc, 2, 1, 11);
+  DataParallel dp(mc, cpu_backends(2, 1), 11);
   Sgd dp_sgd(dp.primary().parameters(), dp.primary_backend(), sc);
 
   for (int step = 0; step < 3; ++step) {
