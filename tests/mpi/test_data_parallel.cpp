@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
