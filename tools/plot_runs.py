@@ -17,8 +17,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-PHASES = ["data", "copy", "forward", "backward", "comm_wait", "optimizer", "other"]
-COLOURS = ["#d62728", "#ff9896", "#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c", "#c7c7c7"]
+# replicate and scatter are DataParallel's alone: other runs' summaries leave them out.
+PHASES = ["data", "copy", "replicate", "scatter", "forward", "backward", "comm_wait", "optimizer",
+          "other"]
+COLOURS = ["#d62728", "#ff9896", "#9467bd", "#c5b0d5", "#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c",
+           "#c7c7c7"]
 
 
 def load(paths):
@@ -70,7 +73,7 @@ def main():
     left, right = axes[0], axes[1]
     bottom = [0.0] * len(runs)
     for phase, colour in zip(PHASES, COLOURS):
-        shares = [100 * s["phase_shares"][phase] for _, s, _ in runs]
+        shares = [100 * s["phase_shares"].get(phase, 0.0) for _, s, _ in runs]
         left.bar(labels, shares, bottom=bottom, label=phase, color=colour)
         bottom = [b + v for b, v in zip(bottom, shares)]
     left.set_ylabel("share of step time (%)")

@@ -200,9 +200,14 @@ void add_device_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
       ->check(whole(0, limits::kMaxThreads));
   add_choice(cmd, "--mode", c.mode,
              "ddp: one process per device (under mpirun); dp: DataParallel in one process");
-  cmd.add_option("--devices", c.devices, "--mode dp: devices (CPU replicas on the CPU backend)")
-      ->check(whole(1, limits::kMaxDevices))
-      ->capture_default_str();
+  cmd.add_option("--devices", c.devices,
+                 "--mode dp: replicas, one per device (default: 2 CPU replicas on the CPU, every "
+                 "visible GPU on CUDA)")
+      ->check(whole(1, limits::kMaxDevices));
+  cmd.add_flag("--dp-share-device", c.dp_share_device,
+               "--mode dp on CUDA, a TEST AID: every replica on device 0, each with its own "
+               "streams, so the multi-replica path runs on one GPU (never a way to train; "
+               "nothing changes on the CPU)");
   cmd.add_option("--global-batch-size", c.global_batch_size,
                  "images per step over all ranks (instead of --batch-size)")
       ->check(whole(1, limits::kMaxGlobalBatch));

@@ -13,6 +13,11 @@ std::string device_bus_id(int device) {
   throw Error(str_cat("device_bus_id(", device, "): built without the CUDA backend"));
 }
 
+std::string enable_peer_access(int device, int peer) {
+  throw Error(
+      str_cat("enable_peer_access(", device, ", ", peer, "): built without the CUDA backend"));
+}
+
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions&) {
   throw Error(
       "the CUDA backend is not built into this ringtrain (configure with RINGTRAIN_CUDA=ON)");

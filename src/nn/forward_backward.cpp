@@ -2,18 +2,28 @@
 
 namespace ringtrain {
 
-BatchResult forward_backward(ResNet& model, const Tensor& images, const Tensor& labels,
-                             const LossSettings& loss, StepProfiler* profiler) {
+BatchResult forward_loss(ResNet& model, const Tensor& images, const Tensor& labels,
+                         const LossSettings& loss) {
   Backend& backend = model.backend();
-  if (profiler) profiler->start(Phase::forward);
   const Tensor& logits = model.forward(images, true);
   Tensor& dlogits = model.logits_grad();
   BatchResult r;
   r.loss = backend.softmax_cross_entropy(logits, labels, loss.label_smoothing, &dlogits);
   r.correct = backend.count_correct(logits, labels);
   if (loss.grad_scale != 1.0) backend.scale(dlogits, loss.grad_scale);
+  return r;
+}
+
+void backward_from_loss(ResNet& model) {
+  model.backward(model.logits_grad());
+}
+
+BatchResult forward_backward(ResNet& model, const Tensor& images, const Tensor& labels,
+                             const LossSettings& loss, StepProfiler* profiler) {
+  if (profiler) profiler->start(Phase::forward);
+  const BatchResult r = forward_loss(model, images, labels, loss);
   if (profiler) profiler->start(Phase::backward);
-  model.backward(dlogits);
+  backward_from_loss(model);
   return r;
 }
 

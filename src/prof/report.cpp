@@ -20,7 +20,9 @@ PhaseTimes phase_shares(const PhaseTimes& totals) {
 
 std::string main_bottleneck(const PhaseTimes& shares) {
   const double data = shares[static_cast<int>(Phase::data)] + shares[static_cast<int>(Phase::copy)];
-  const double comm = shares[static_cast<int>(Phase::comm)];
+  const double comm = shares[static_cast<int>(Phase::comm)] +
+                      shares[static_cast<int>(Phase::replicate)] +
+                      shares[static_cast<int>(Phase::scatter)];
   if (data > 0.10 && data >= comm) return "data";
   if (comm > 0.10) return "communication";
   return "compute";
@@ -36,6 +38,7 @@ std::string format_phase_table(const PhaseTimes& totals, int64_t steps) {
   std::string out = str_cat("phase        total s   mean ms   share\n");
   char line[96];
   for (int p = 0; p < kPhases; ++p) {
+    if (!phase_shown(Phase(p), totals)) continue;
     std::snprintf(line, sizeof(line), "%-10s %9.3f %9.2f %6.1f%%\n", phase_name(Phase(p)),
                   totals[p], steps > 0 ? 1e3 * totals[p] / steps : 0.0, 100 * shares[p]);
     out += line;
@@ -48,7 +51,8 @@ std::string format_phase_table(const PhaseTimes& totals, int64_t steps) {
 
 nlohmann::json shares_json(const PhaseTimes& shares) {
   nlohmann::json j = nlohmann::json::object();
-  for (int p = 0; p < kPhases; ++p) j[phase_name(Phase(p))] = shares[p];
+  for (int p = 0; p < kPhases; ++p)
+    if (phase_shown(Phase(p), shares)) j[phase_name(Phase(p))] = shares[p];
   return j;
 }
 

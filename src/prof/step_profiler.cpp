@@ -5,9 +5,14 @@
 namespace ringtrain {
 
 const char* phase_name(Phase p) {
-  static const char* names[kPhases] = {"data",      "copy",      "forward", "backward",
-                                       "comm_wait", "optimizer", "other"};
+  static const char* names[kPhases] = {"data",     "copy",      "replicate", "scatter", "forward",
+                                       "backward", "comm_wait", "optimizer", "other"};
   return names[static_cast<int>(p)];
+}
+
+bool phase_shown(Phase p, const PhaseTimes& totals) {
+  const bool dp_only = p == Phase::replicate || p == Phase::scatter;
+  return !dp_only || totals[static_cast<int>(p)] > 0;
 }
 
 template <>

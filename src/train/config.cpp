@@ -35,7 +35,7 @@ void check_numbers(const TrainConfig& c) {
   check_positive("--bucket-cap-mb", c.bucket_cap_mb, kMaxMegabytes);
   check_positive("--comm-timeout", c.comm_timeout_s, kMaxSeconds);
   check_positive("--memory-budget-mb", c.memory_budget_mb, kMaxMegabytes);
-  check_range("--devices", c.devices, 1, kMaxDevices);
+  check_range("--devices", c.devices, 0, kMaxDevices);
   check_range("--accum-steps", c.accum_steps, 1, kMaxAccumSteps);
   check_range("--checkpoint-every", c.checkpoint_every, int64_t{0}, kMaxSteps);
   check_range("--checkpoint-minutes", c.checkpoint_minutes, 0.0, kMaxSeconds);
@@ -81,14 +81,15 @@ DType compute_dtype(Precision p) {
 
 void TrainConfig::validate() const {
   check_numbers(*this);
-  RT_CHECK_AS(ConfigError, mode != Mode::dp || batch_size % devices == 0,
+  RT_CHECK_AS(ConfigError, mode != Mode::dp || (devices > 0 && batch_size % devices == 0),
               "config: --mode dp splits the batch of ", batch_size, " evenly over ", devices,
               " devices: it does not divide");
   RT_CHECK_AS(ConfigError, !(sync_bn && mode == Mode::dp),
               "config: --sync-bn is for DDP; --mode dp keeps "
               "per-device statistics as torch.nn.DataParallel does");
-  RT_CHECK_AS(ConfigError, !(device == DeviceKind::cuda && mode == Mode::dp),
-              "config: --mode dp runs on CPU replicas only so far; use --device cpu");
+  RT_CHECK_AS(ConfigError, mode == Mode::dp || !dp_share_device,
+              "config: --dp-share-device is for --mode dp (a test aid that puts every "
+              "DataParallel replica on device 0); add --mode dp or drop it");
   RT_CHECK_AS(ConfigError, resume != ResumeFrom::file || !resume_file.empty(),
               "config: --resume needs a checkpoint file or auto");
   resnet_layout(model.depth);

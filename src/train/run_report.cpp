@@ -139,7 +139,8 @@ void RunReport::run_done(const TrainResult& r) {
                         : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
   if (config_.summary_path.empty()) return;
   nlohmann::json totals = nlohmann::json::object();
-  for (int p = 0; p < kPhases; ++p) totals[phase_name(Phase(p))] = r.phase_totals[p];
+  for (int p = 0; p < kPhases; ++p)
+    if (phase_shown(Phase(p), r.phase_totals)) totals[phase_name(Phase(p))] = r.phase_totals[p];
   double epoch_time = 0;
   for (const EpochMetrics& m : r.epochs) epoch_time += m.epoch_time_s;
   const nlohmann::json j = {

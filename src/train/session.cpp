@@ -90,8 +90,7 @@ void TrainSession::build_model() {
                 "train: --mode dp drives every device from one process; run it without mpirun "
                 "(this job has ",
                 world.size(), " ranks)");
-    dp.emplace(model_config, config.devices, std::max(1, config.threads / config.devices),
-               config.seed);
+    dp.emplace(model_config, make_dp_backends(config), config.seed);
   } else {
     own_backend = make_backend(config, world);
     own_model = std::make_unique<ResNet>(model_config, *own_backend, DType::f32, config.seed);
@@ -169,7 +168,12 @@ void TrainSession::log_start() {
 }
 
 std::string TrainSession::device_name() {
-  if (dp) return str_cat("DataParallel over ", config.devices, " CPU devices");
+  if (dp && config.device == DeviceKind::cpu)
+    return str_cat("DataParallel over ", config.devices, " CPU devices");
+  if (dp)
+    return str_cat("DataParallel over ", config.devices, " CUDA devices",
+                   config.dp_share_device ? " all on cuda:0 (--dp-share-device, a test aid)" : "",
+                   ", device 0 ", backend().name());
   return describe_backend(backend());
 }
 

@@ -15,6 +15,7 @@
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/dist/device_assignment.hpp"
 #include "ringtrain/dist/world.hpp"
+#include "ringtrain/parallel/data_parallel.hpp"
 
 namespace ringtrain {
 
@@ -129,7 +130,21 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
   return s;
 }
 
+int dp_devices(const TrainConfig& c, int visible_gpus) {
+  if (c.device == DeviceKind::cpu) return c.devices > 0 ? c.devices : 2;
+  RT_CHECK_AS(ConfigError, visible_gpus > 0,
+              "config: --mode dp --device cuda, but no CUDA device is visible");
+  if (c.devices == 0) return c.dp_share_device ? 2 : visible_gpus;
+  RT_CHECK_AS(ConfigError, c.dp_share_device || c.devices <= visible_gpus, "config: --devices ",
+              c.devices, ", but only ", visible_gpus,
+              " CUDA device(s) are visible: lower --devices to ", visible_gpus,
+              " or fewer, or check CUDA_VISIBLE_DEVICES");
+  return c.devices;
+}
+
 TrainConfig per_rank_config(TrainConfig c, int world_size) {
+  if (c.mode == Mode::dp)
+    c.devices = dp_devices(c, c.device == DeviceKind::cuda ? probe_devices().cuda_devices : 0);
   if (c.global_batch_size > 0) {
     const int64_t parts = int64_t{world_size} * std::max(1, c.accum_steps);
     RT_CHECK_AS(ConfigError, c.global_batch_size % parts == 0, "config: --global-batch-size ",
@@ -151,6 +166,20 @@ std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) 
   o.compute = compute_dtype(c.amp);
   o.deterministic = c.deterministic;
   return make_cuda_backend(o);
+}
+
+std::vector<std::unique_ptr<Backend>> make_dp_backends(const TrainConfig& c) {
+  if (c.device == DeviceKind::cpu)
+    return cpu_backends(c.devices, std::max(1, c.threads / c.devices));
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (int d = 0; d < c.devices; ++d) {
+    CudaOptions o;
+    o.device = c.dp_share_device ? 0 : d;
+    o.compute = compute_dtype(c.amp);
+    o.deterministic = c.deterministic;
+    backends.push_back(make_cuda_backend(o));
+  }
+  return backends;
 }
 
 std::string describe_backend(Backend& backend) {

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/dist/world.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
@@ -37,7 +38,7 @@ TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {
   ddp.broadcast_state();
   Sgd ddp_sgd(ddp_model.parameters(), backend, sc);
 
-  DataParallel dp(mc, 2, 1, 11);
+  DataParallel dp(mc, cpu_backends(2, 1), 11);
   Sgd dp_sgd(dp.primary().parameters(), dp.primary_backend(), sc);
 
   for (int step = 0; step < 3; ++step) {

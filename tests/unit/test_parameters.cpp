@@ -24,6 +24,7 @@ class Bf16HostDevice final : public Device {
   void copy(const Tensor& src, Tensor& dst) override { cpu_.copy(src, dst); }
   void cast(const Tensor& src, Tensor& dst) override { cpu_.cast(src, dst); }
   void synchronize() override {}
+  void bind_thread() override {}
   int mark(const char* label) override { return cpu_.mark(label); }
   double seconds_between(int from, int to) override { return cpu_.seconds_between(from, to); }
   void reset_marks() override { cpu_.reset_marks(); }

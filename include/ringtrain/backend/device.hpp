@@ -26,6 +26,9 @@ class Device {
   // dst = src converted to dst's dtype (f32 master weights into their compute-dtype copy).
   virtual void cast(const Tensor& src, Tensor& dst) = 0;
   virtual void synchronize() = 0;
+  // Makes this device the calling thread's current one (cudaSetDevice on CUDA; nothing on the
+  // CPU). A thread that issues work to a device other than the one it started on calls it first.
+  virtual void bind_thread() = 0;
 
   // Timing on the device's own clock, for the profiler: mark() records a point in the work
   // issued so far (a CUDA event on the compute stream; the host clock on the CPU) and returns

@@ -15,4 +15,9 @@ DeviceInventory probe_devices();
 // across processes whatever their CUDA_VISIBLE_DEVICES.
 std::string device_bus_id(int device);
 
+// Lets `device` and `peer` read each other's memory where cudaDeviceCanAccessPeer says they can
+// (enabling it twice is fine). Returns the path copies between them take: "peer-to-peer" or
+// "through host memory".
+std::string enable_peer_access(int device, int peer);
+
 }  // namespace ringtrain

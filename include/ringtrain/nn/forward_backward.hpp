@@ -24,4 +24,11 @@ struct BatchResult {
 BatchResult forward_backward(ResNet& model, const Tensor& images, const Tensor& labels,
                              const LossSettings& loss, StepProfiler* profiler = nullptr);
 
+// forward_backward's two halves, for callers that wait between them (DataParallel joins its
+// replicas after each): forward_loss runs forward and the loss and leaves grad_scale x the loss
+// gradient in model.logits_grad(); backward_from_loss runs backward from it.
+BatchResult forward_loss(ResNet& model, const Tensor& images, const Tensor& labels,
+                         const LossSettings& loss);
+void backward_from_loss(ResNet& model);
+
 }  // namespace ringtrain

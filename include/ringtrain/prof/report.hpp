@@ -11,7 +11,8 @@ namespace ringtrain {
 PhaseTimes phase_shares(const PhaseTimes& totals);
 
 // What holds the steps back, from the phase shares: "data" (waiting for batches or their
-// copies, over 10% of the step), "communication" (exposed all-reduce, over 10%) or "compute".
+// copies, over 10% of the step), "communication" (exposed all-reduce, or DataParallel's
+// replicate, scatter and reduce, over 10%) or "compute".
 std::string main_bottleneck(const PhaseTimes& shares);
 
 // The share of the step the device computes in (forward, backward, optimizer).

@@ -12,10 +12,16 @@ namespace ringtrain {
 
 // Where a training step's time goes. On a GPU the phases are timed on the device's clock
 // (CUDA events), so a phase in which the GPU idled (waiting for data, for an all-reduce)
-// shows that idle time.
-enum class Phase { data, copy, forward, backward, comm, optimizer, other };
-constexpr int kPhases = 7;
+// shows that idle time. replicate and scatter are DataParallel's alone (its copies of the
+// weights and of the batch chunks to the other devices); comm is DDP's exposed all-reduce or
+// DataParallel's reduce onto device 0.
+enum class Phase { data, copy, replicate, scatter, forward, backward, comm, optimizer, other };
+constexpr int kPhases = 9;
 const char* phase_name(Phase p);
+using PhaseTimes = std::array<double, kPhases>;
+// Whether a report lists phase p for these totals: every phase, except DataParallel's own
+// (replicate, scatter) when they took no time, so that DDP's tables keep their rows.
+bool phase_shown(Phase p, const PhaseTimes& totals);
 
 enum class ProfileMode { off, summary, trace };
 template <>
@@ -29,8 +35,6 @@ struct PhaseEvent {
   double start_s, duration_s;
   double host_start_s, host_duration_s;
 };
-
-using PhaseTimes = std::array<double, kPhases>;
 
 // Times the phases of each step: start(p) ends the running phase and starts p (opening a step
 // when none is open); end_step() closes the step and adds its phase times to the totals. Every

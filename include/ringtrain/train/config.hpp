@@ -58,7 +58,8 @@ struct TrainConfig {
   int64_t steps = 0;     // > 0: stop after this many steps
   int batch_size = 256;  // per process
   Mode mode = Mode::ddp;
-  int devices = 2;                 // dp: CPU replicas
+  int devices = 0;                 // dp: replicas; 0: 2 on the CPU, every visible GPU on CUDA
+  bool dp_share_device = false;    // dp on CUDA, a test aid: every replica on device 0
   int global_batch_size = 0;       // > 0: split evenly over the ranks instead of --batch-size
   bool sync_bn = false;            // SyncBatchNorm: batch statistics over all ranks
   int accum_steps = 1;             // micro-batches per optimizer step (gradient accumulation)

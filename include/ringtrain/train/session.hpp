@@ -37,7 +37,8 @@ class TrainSession {
 
   ResNet& model() { return dp ? dp->primary() : *own_model; }
   Backend& backend() { return dp ? dp->primary_backend() : *own_backend; }
-  // "cpu with 2 threads per rank", "DataParallel over 2 CPU devices", or the CUDA device.
+  // "cpu with 2 threads per rank", "DataParallel over 2 CPU devices" (or CUDA devices), or the
+  // CUDA device.
   std::string device_name();
   // Where the run stands after the checkpoint it resumed from (the start when none).
   RunPosition resume();

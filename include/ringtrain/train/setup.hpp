@@ -3,6 +3,7 @@
 // settings, the training batches, the per-rank configuration and this rank's backend.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/data/augment.hpp"
@@ -45,11 +46,19 @@ struct TrainSource {
 TrainSource make_train_source(const TrainConfig& c, const Split& train, const World& world,
                               Backend& backend);
 
-// --global-batch-size is split evenly over the ranks; --batch-size is per rank. Validates.
+// --mode dp's replica count: --devices, or by default 2 CPU replicas or every visible GPU.
+// Throws ConfigError when CUDA has fewer than --devices GPUs (--dp-share-device aside).
+int dp_devices(const TrainConfig& c, int visible_gpus);
+
+// --global-batch-size is split evenly over the ranks; --batch-size is per rank; --mode dp's
+// devices are resolved (dp_devices). Validates.
 TrainConfig per_rank_config(TrainConfig c, int world_size);
 
 // This rank's backend: the CPU, or the CUDA device of its local rank (see assign_device).
 std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world);
+// --mode dp's backends: one CPU backend per replica (the --threads shared out), or one CUDA
+// backend per device (all on device 0 with --dp-share-device).
+std::vector<std::unique_ptr<Backend>> make_dp_backends(const TrainConfig& c);
 // "cpu with 2 threads per rank", or the CUDA backend's name.
 std::string describe_backend(Backend& backend);
 

@@ -29,6 +29,7 @@ class CudaBackend final : public Backend {
   void copy(const Tensor& src, Tensor& dst) override;
   void cast(const Tensor& src, Tensor& dst) override;
   void synchronize() override;
+  void bind_thread() override;
   int mark(const char* label) override;
   double seconds_between(int from, int to) override;
   void reset_marks() override { marks_used_ = 0; }
@@ -90,6 +91,8 @@ class CudaBackend final : public Backend {
 
  private:
   void check_on_device(const char* op, const Tensor& t) const;
+  // A copy between two tensors in device memory, on this device or across two.
+  void copy_between_devices(const Tensor& src, Tensor& dst);
   // y = a + b, then a ReLU when asked.
   void launch_add(const Tensor& a, const Tensor& b, Tensor& y, bool relu);
   // Device memory from the cache, for scratch that lives as long as the returned tensor.

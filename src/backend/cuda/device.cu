@@ -143,6 +143,21 @@ void CudaBackend::fill(Tensor& t, double value) {
   }
 }
 
+// Note: a copy from another CUDA device goes through cudaMemcpyPeerAsync, which the driver routes
+// peer to peer when peer access is enabled (enable_peer_access) and through host memory
+// otherwise. The caller synchronizes the source side first; the copy is complete on return, so
+// the source device may be written again at once.
+void CudaBackend::copy_between_devices(const Tensor& src, Tensor& dst) {
+  const int from = src.device().index, to = dst.device().index;
+  if (from == to) {
+    RT_CUDA_CHECK(
+        cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, compute_));
+    return;
+  }
+  RT_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw(), to, src.raw(), from, src.nbytes(), compute_));
+  RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+
 // Host memory is transposed on the host when layouts differ; copies that touch the host are
 // complete on return, so the host side may be freed at once.
 void CudaBackend::copy(const Tensor& src, Tensor& dst) {
@@ -158,8 +173,7 @@ void CudaBackend::copy(const Tensor& src, Tensor& dst) {
     return;
   }
   if (!from_host && !to_host) {
-    RT_CUDA_CHECK(
-        cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, compute_));
+    copy_between_devices(src, dst);
     return;
   }
   Tensor staging =
@@ -193,6 +207,10 @@ void CudaBackend::cast(const Tensor& src, Tensor& dst) {
 
 void CudaBackend::synchronize() {
   RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+
+void CudaBackend::bind_thread() {
+  RT_CUDA_CHECK(cudaSetDevice(options_.device));
 }
 
 int CudaBackend::mark(const char* label) {

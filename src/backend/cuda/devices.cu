@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include "ringtrain/backend/cuda/cuda_check.hpp"
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/error.hpp"
 
@@ -23,6 +24,35 @@ std::string device_bus_id(int device) {
     throw Error(str_cat("cudaDeviceGetPCIBusId(", device, ") returned ", status, " (",
                         cudaGetErrorString(status), ")"));
   return id;
+}
+
+namespace {
+
+// Peer access from the current device to `peer`; enabling it twice is not an error.
+void enable_access_to(int peer) {
+  const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();
+    return;
+  }
+  RT_CUDA_CHECK(status);
+}
+
+}  // namespace
+
+std::string enable_peer_access(int device, int peer) {
+  int forward = 0, backward = 0;
+  RT_CUDA_CHECK(cudaDeviceCanAccessPeer(&forward, device, peer));
+  RT_CUDA_CHECK(cudaDeviceCanAccessPeer(&backward, peer, device));
+  if (!forward || !backward) return "through host memory";
+  int current = 0;
+  RT_CUDA_CHECK(cudaGetDevice(&current));
+  RT_CUDA_CHECK(cudaSetDevice(device));
+  enable_access_to(peer);
+  RT_CUDA_CHECK(cudaSetDevice(peer));
+  enable_access_to(device);
+  RT_CUDA_CHECK(cudaSetDevice(current));
+  return "peer-to-peer";
 }
 
 }  // namespace ringtrain

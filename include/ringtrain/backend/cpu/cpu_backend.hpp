@@ -24,6 +24,7 @@ class CpuBackend final : public Backend {
   void copy(const Tensor& src, Tensor& dst) override;
   void cast(const Tensor& src, Tensor& dst) override;
   void synchronize() override {}
+  void bind_thread() override {}
   int mark(const char* label) override;
   double seconds_between(int from, int to) override;
   void reset_marks() override { marks_.clear(); }
