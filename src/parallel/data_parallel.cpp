@@ -23,7 +23,8 @@ DataParallel::DataParallel(const ResNetConfig& config,
   }
   primary_backend().bind_thread();
   if (replicas_.size() > 1)
-    staging_ = primary_backend().zeros(primary().parameters().flat_grads().shape(), DType::f32);
+    staging_ = primary_backend().zeros(primary().parameters().flat_grads().shape(),
+                                       primary().parameters().flat_grads().dtype());
   connect_devices();
 }
 
