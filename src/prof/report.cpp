@@ -49,10 +49,10 @@ std::string format_phase_table(const PhaseTimes& totals, int64_t steps) {
   return out + line;
 }
 
-nlohmann::json shares_json(const PhaseTimes& shares) {
+nlohmann::json phases_json(const PhaseTimes& values) {
   nlohmann::json j = nlohmann::json::object();
   for (int p = 0; p < kPhases; ++p)
-    if (phase_shown(Phase(p), shares)) j[phase_name(Phase(p))] = shares[p];
+    if (phase_shown(Phase(p), values)) j[phase_name(Phase(p))] = values[p];
   return j;
 }
 

@@ -104,7 +104,7 @@ void RunReport::epoch_done(const EpochMetrics& m) {
                             {"lr", m.lr},
                             {"epoch_time_s", m.epoch_time_s},
                             {"images_per_s", m.images_per_s},
-                            {"phase_shares", shares_json(m.phase_shares)},
+                            {"phase_shares", phases_json(m.phase_shares)},
                             {"gpu_util_mean", percent_or_null(m.gpu_util_mean)},
                             {"gpu_util_min", percent_or_null(m.gpu_util_min)}};
   metrics_ << j.dump() << "\n";
@@ -138,9 +138,6 @@ void RunReport::run_done(const TrainResult& r) {
       !config_.evaluate ? std::string("not evaluated")
                         : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
   if (config_.summary_path.empty()) return;
-  nlohmann::json totals = nlohmann::json::object();
-  for (int p = 0; p < kPhases; ++p)
-    if (phase_shown(Phase(p), r.phase_totals)) totals[phase_name(Phase(p))] = r.phase_totals[p];
   double epoch_time = 0;
   for (const EpochMetrics& m : r.epochs) epoch_time += m.epoch_time_s;
   const nlohmann::json j = {
@@ -157,8 +154,8 @@ void RunReport::run_done(const TrainResult& r) {
       {"achieved_tflops", tflops},
       {"peak_tflops", r.peak_tflops > 0 ? nlohmann::json(r.peak_tflops) : nlohmann::json()},
       {"mfu", mfu >= 0 ? nlohmann::json(mfu) : nlohmann::json()},
-      {"phase_totals_s", totals},
-      {"phase_shares", shares_json(shares)},
+      {"phase_totals_s", phases_json(r.phase_totals)},
+      {"phase_shares", phases_json(shares)},
       {"busy_share", busy_share(shares)},
       {"gpu_util_mean", percent_or_null(gpu_mean)},
       {"gpu_util_min", percent_or_null(gpu_min)},

@@ -97,7 +97,7 @@ TEST(DataParallel, OtherStepsKeepTheirPhaseRowsAndKeys) {
   const std::string table = format_phase_table(t, 1);
   EXPECT_EQ(table.find("replicate"), std::string::npos) << table;
   EXPECT_EQ(table.find("scatter"), std::string::npos) << table;
-  const nlohmann::json shares = shares_json(phase_shares(t));
+  const nlohmann::json shares = phases_json(phase_shares(t));
   nlohmann::json keys = nlohmann::json::array();
   for (auto it = shares.begin(); it != shares.end(); ++it) keys.push_back(it.key());
   EXPECT_EQ(keys, nlohmann::json(

@@ -21,8 +21,9 @@ double busy_share(const PhaseTimes& shares);
 // PyTorch profiler's key_averages-style table: phase, total, mean per step, share.
 std::string format_phase_table(const PhaseTimes& totals, int64_t steps);
 
-// {"data": share, ...} for the metrics lines and the run summary.
-nlohmann::json shares_json(const PhaseTimes& shares);
+// {"data": value, ...} of the phases shown (phase_shown), for the metrics lines and the run
+// summary: shares or seconds.
+nlohmann::json phases_json(const PhaseTimes& values);
 
 // Dense 16-bit tensor-core peak of a device by name (TFLOP/s), 0 when unknown.
 double peak_tflops(const std::string& device_name);
