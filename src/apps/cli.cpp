@@ -1,0 +1,114 @@
+#include "cli.hpp"
+
+#include <sched.h>
+
+#include <fmt/format.h>
+#include <chrono>
+
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+
+#include "ringtrain/core/error.hpp"
+#include "ringtrain/core/exit_codes.hpp"
+#include "ringtrain/dist/world.hpp"
+#include "ringtrain/train/config.hpp"
+
+namespace ringtrain::cli {
+namespace {
+
+std::string show_number(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  return fmt::format("{}", v);
+}
+
+// A finite number in [lo, hi] ((lo, hi] when lo_open), whole for an integer flag. CLI11's own
+// checks print the whole double range and let NaN through; this says what is wanted.
+CLI::Validator bounded(double lo, double hi, bool whole, bool lo_open, const std::string& hint) {
+  const std::string range =
+      str_cat(lo_open ? "(" : "[", show_number(lo), ", ", show_number(hi), "]");
+  return CLI::Validator(
+      [=](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0') return "'" + value + "' is not a number";
+        if (!std::isfinite(v)) return "must be a finite number in " + range + ", got " + value;
+        if (whole && v != std::floor(v)) return "must be a whole number, got " + value;
+        if (lo_open ? v <= lo : v < lo)
+          return str_cat("must be ", lo_open ? "> " : ">= ", show_number(lo), hint, ", got ",
+                         value);
+        if (v > hi) return str_cat("must be <= ", show_number(hi), hint, ", got ", value);
+        return "";
+      },
+      range);
+}
+}  // namespace
+
+CLI::Validator whole(double lo, double hi, const std::string& hint) {
+  return bounded(lo, hi, true, false, hint);
+}
+CLI::Validator real(double lo, double hi) {
+  return bounded(lo, hi, false, false, "");
+}
+CLI::Validator positive(double hi) {
+  return bounded(0, hi, false, true, "");
+}
+
+// CLI11 reads "-1" as 2^64 - 1 for an unsigned flag: only digits are a seed.
+const CLI::Validator kSeed(
+    [](std::string& value) -> std::string {
+      const std::string max = "18446744073709551615";
+      const bool digits =
+          !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+      if (digits && (value.size() < max.size() || (value.size() == max.size() && value <= max)))
+        return "";
+      return "must be a whole number in [0, 2^64), got " + value;
+    },
+    "[0, 2^64)");
+
+// A thread count, or "auto" (passed on as -1).
+CLI::Validator workers_or_auto() {
+  const CLI::Validator count = whole(0, limits::kMaxWorkers);
+  return CLI::Validator(
+      [count](std::string& value) -> std::string {
+        if (value != "auto") return count(value);
+        value = "-1";
+        return "";
+      },
+      str_cat("[0, ", limits::kMaxWorkers, "]|auto"));
+}
+
+// A file path, never empty: an empty --data would silently mean synthetic data (leaving the flag
+// out is how to ask for that).
+const CLI::Validator kFilePath(
+    [](std::string& value) -> std::string {
+      return value.empty() ? "an empty path: give an HDF5 file" : "";
+    },
+    "FILE");
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Every rank of a job parses the same command line and fails alike: rank 0 prints for all.
+int parse_failure(const CLI::App& app, const CLI::ParseError& e) {
+  if (launch_rank() == 0) {
+    app.exit(e);
+  } else if (e.get_exit_code() != 0) {
+    // Note: mpirun ends the job when its first process fails; the others wait a moment so that
+    // rank 0's message is out by then.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return e.get_exit_code() == 0 ? exit_code::kOk : exit_code::kUsage;
+}
+
+int exit_status(const std::exception& e) {
+  if (dynamic_cast<const ConfigError*>(&e)) return exit_code::kUsage;
+  if (dynamic_cast<const DivergedError*>(&e)) return exit_code::kDiverged;
+  return exit_code::kError;
+}
+
+}  // namespace ringtrain::cli

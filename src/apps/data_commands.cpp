@@ -1,0 +1,155 @@
+#include "data_commands.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli.hpp"
+#include "ringtrain/data/cifar10_bin.hpp"
+#include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/train/checkpoint.hpp"
+#include "ringtrain/train/config.hpp"
+
+namespace ringtrain::cli {
+namespace {
+
+void add_synth_command(CLI::App& data, ToolCommands& t) {
+  SynthConfig& synth = t.synth_config;
+  t.synth = data.add_subcommand("synth", "write a learnable synthetic dataset");
+  t.synth->add_option("--out", t.out, "HDF5 file to write")->required();
+  t.synth->add_option("--train", synth.train_count, "training images")
+      ->check(whole(1, kMaxSynthImages))
+      ->capture_default_str();
+  t.synth->add_option("--test", synth.test_count, "test images")
+      ->check(whole(1, kMaxSynthImages))
+      ->capture_default_str();
+  t.synth->add_option("--height", synth.height, "image height")
+      ->check(whole(1, kMaxSynthSide))
+      ->capture_default_str();
+  t.synth->add_option("--width", synth.width, "image width")
+      ->check(whole(1, kMaxSynthSide))
+      ->capture_default_str();
+  t.synth->add_option("--channels", synth.channels, "1 or 3")
+      ->check(CLI::IsMember({1, 3}))
+      ->capture_default_str();
+  t.synth->add_option("--classes", synth.classes, "number of classes")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  t.synth->add_option("--seed", synth.seed, "generator seed")->check(kSeed)->capture_default_str();
+  t.synth->add_option("--gzip", t.gzip, "compression level 0-9")->check(CLI::Range(0, 9));
+}
+
+// --size HxW (or N), checked when parsed: a bad value is a usage error.
+const CLI::Validator kImageSize(
+    [](std::string& value) -> std::string {
+      int height = 0, width = 0;
+      try {
+        parse_image_size(value, height, width);
+      } catch (const ConfigError& e) {
+        return e.what();
+      }
+      return "";
+    },
+    "HxW");
+
+void add_import_command(CLI::App& data, ToolCommands& t) {
+  ImportConfig& c = t.import_config;
+  c.workers = std::min(available_cores(), limits::kMaxWorkers);
+  t.import_images = data.add_subcommand(
+      "import-images",
+      "convert a folder of images in class folders (DIR/train/<class>/*.png|jpg|jpeg and "
+      "DIR/test/<class>/..., as torchvision's ImageFolder reads them) to HDF5");
+  t.import_images->add_option("dir", c.dir, "folder holding train/ and test/")->required();
+  t.import_images->add_option("out", c.out, "HDF5 file to write")->required()->check(kFilePath);
+  t.import_images->add_option("--workers", c.workers, "decoding threads (default: all cores)")
+      ->check(whole(1, limits::kMaxWorkers))
+      ->capture_default_str();
+  t.import_images
+      ->add_option("--size", t.image_size,
+                   "store HxW images: each scaled to cover HxW (bilinear, antialiased), then "
+                   "centre-cropped; without it every image must have the first one's size")
+      ->check(kImageSize);
+  t.import_images->add_flag("--force", c.force, "replace OUT if it exists");
+  t.import_images->add_option("--gzip", c.gzip, "compression level 0-9")->check(CLI::Range(0, 9));
+}
+
+// `data import-images`, saying on stderr how far it is (each tenth, once it has run a second)
+// and what it wrote.
+void run_import(const ToolCommands& t) {
+  ImportConfig c = t.import_config;
+  if (!t.image_size.empty()) parse_image_size(t.image_size, c.height, c.width);
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds = [start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  int64_t next_tenth = 1;
+  c.progress = [&](int64_t done, int64_t total) {
+    if (done * 10 < next_tenth * total) return;
+    next_tenth = done * 10 / total + 1;
+    if (seconds() >= 1)
+      fmt::print(stderr, "import-images: {}/{} images decoded ({}%), {:.1f} s\n", done, total,
+                 100 * done / total, seconds());
+  };
+  const ImportSummary s = import_image_folder(c);
+  const double elapsed = seconds();
+  fmt::print(stderr,
+             "import-images: wrote {}: {} train and {} test images, {} classes, {}x{} RGB, in "
+             "{:.2f} s ({:.0f} images/s, --workers {})\n",
+             c.out, s.train, s.test, s.classes, s.height, s.width, elapsed,
+             (s.train + s.test) / elapsed, c.workers);
+  if (s.skipped > 0)
+    fmt::print(stderr,
+               "import-images: skipped {} files that are not .png, .jpg or .jpeg images in a "
+               "class folder (the first: {})\n",
+               s.skipped, s.first_skipped);
+}
+
+}  // namespace
+
+void add_tool_commands(CLI::App& app, ToolCommands& t) {
+  CLI::App* data = app.add_subcommand("data", "dataset tools");
+  data->require_subcommand(1);
+  add_synth_command(*data, t);
+  add_import_command(*data, t);
+  t.convert = data->add_subcommand(
+      "convert", "convert the CIFAR-10 binary distribution (cifar-10-batches-bin/) to HDF5");
+  t.convert->add_option("--from", "input format")
+      ->check(CLI::IsMember({"cifar10-bin"}))
+      ->default_str("cifar10-bin");
+  t.convert->add_option("dir", t.convert_dir, "folder with data_batch_1..5.bin and test_batch.bin")
+      ->required();
+  t.convert->add_option("--out", t.out, "HDF5 file to write")->required();
+  t.convert->add_option("--gzip", t.gzip, "compression level 0-9")->check(CLI::Range(0, 9));
+  t.inspect_data = data->add_subcommand("inspect", "summarise an HDF5 dataset");
+  t.inspect_data->add_option("file", t.path, "HDF5 file")->required()->check(kFilePath);
+  t.inspect = app.add_subcommand(
+      "inspect",
+      "summarise a checkpoint (its meta, every dataset verified against its checksum) or a "
+      "dataset (as data inspect)");
+  t.inspect->add_option("file", t.path, "checkpoint or HDF5 dataset")->required()->check(kFilePath);
+}
+
+void run_tool_command(const ToolCommands& t) {
+  if (*t.convert) {
+    const Dataset d = read_cifar10_bin(t.convert_dir);
+    write_hdf5_dataset(t.out, d, t.gzip);
+    spdlog::info("wrote {}: {} train and {} test images", t.out, d.train.count, d.test.count);
+  } else if (*t.import_images) {
+    run_import(t);
+  } else if (*t.inspect) {
+    std::fputs((is_checkpoint(t.path) ? inspect_checkpoint(t.path)
+                                      : inspect_dataset(read_hdf5_dataset(t.path), t.path))
+                   .c_str(),
+               stdout);
+  } else if (*t.inspect_data) {
+    std::fputs(inspect_dataset(read_hdf5_dataset(t.path), t.path).c_str(), stdout);
+  } else if (*t.synth) {
+    const SynthConfig& c = t.synth_config;
+    write_hdf5_dataset(t.out, make_synthetic(c), t.gzip);
+    spdlog::info("wrote {}: {} train and {} test images {}x{}x{}, {} classes", t.out, c.train_count,
+                 c.test_count, c.height, c.width, c.channels, c.classes);
+  }
+}
+
+}  // namespace ringtrain::cli

@@ -1,0 +1,26 @@
+#pragma once
+// `ringtrain data synth|convert|import-images|inspect` and `ringtrain inspect`.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "ringtrain/data/image_folder.hpp"
+#include "ringtrain/data/synthetic.hpp"
+
+namespace ringtrain::cli {
+
+// The dataset and checkpoint tools: what each was asked to do.
+struct ToolCommands {
+  CLI::App *synth = nullptr, *convert = nullptr, *import_images = nullptr, *inspect_data = nullptr,
+           *inspect = nullptr;
+  SynthConfig synth_config;
+  ImportConfig import_config;
+  std::string out, convert_dir, path, image_size;
+  int gzip = 0;
+};
+
+void add_tool_commands(CLI::App& app, ToolCommands& t);
+
+// Runs the chosen one; throws on failure.
+void run_tool_command(const ToolCommands& t);
+
+}  // namespace ringtrain::cli
