@@ -26,8 +26,13 @@ void delay_startup(const TrainConfig& c) {
 
 // What a checkpoint must match to continue this run.
 CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const Dataset& data,
-                            const World& world, int64_t window_images) {
+                            const World& world, const TrainSource& source) {
   CheckpointMeta m;
+  m.model_config = mc;
+  m.image_height = data.train.height;
+  m.image_width = data.train.width;
+  m.class_names = data.class_names;
+  m.norm = source.norm;
   m.model = str_cat("resnet", mc.depth, " ", to_string(mc.stem), " stem, width ", mc.width, ", ",
                     mc.in_channels, " input channels, ", mc.classes, " classes");
   m.data = str_cat(data_path(c), " (", data.train.count, " train images ", data.train.height, "x",
@@ -37,7 +42,7 @@ CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const 
   m.batch_per_rank = c.batch_size;
   m.world_size = world.size();
   m.accum_steps = c.accum_steps;
-  m.sample_order = describe_sample_order(window_images);
+  m.sample_order = describe_sample_order(source.window_images);
   m.config = describe(c);
   m.version = RINGTRAIN_VERSION;
   return m;
@@ -80,8 +85,7 @@ TrainSession::TrainSession(const TrainConfig& requested)
   build_length();
   log_start();
   report.emplace(config, world.is_root(), length.total_steps, length.epochs, length.global_batch);
-  checkpoints.emplace(config, comm,
-                      run_identity(config, model_config, data, world, train_source.window_images));
+  checkpoints.emplace(config, comm, run_identity(config, model_config, data, world, train_source));
 }
 
 void TrainSession::build_model() {
