@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "ringtrain/core/hdf5_attributes.hpp"
 #include "ringtrain/nn/resnet.hpp"
 #include "ringtrain/train/checkpoint.hpp"
+#include "ringtrain/train/model_file.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {
@@ -76,6 +78,23 @@ TEST(CheckpointMeta, AnEditedModelAttributeFailsTheMetaChecksum) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("meta_xxh64"), std::string::npos) << e.what();
   }
+}
+
+TEST(LoadModel, RebuildsTheCheckpointsModelWithItsWeights) {
+  CheckpointMeta meta = structured_meta();
+  CpuBackend backend(1);
+  ResNet trained(meta.model_config, backend, DType::f32, 7);
+  ParameterSet& p = trained.parameters();
+  const std::string path = temp_path("model.h5");
+  write_checkpoint(path, backend, p, backend.zeros(p.flat_params().shape(), DType::f32), meta);
+  const LoadedModel loaded = load_model(path, backend);
+  EXPECT_EQ(loaded.meta.class_names, meta.class_names);
+  ASSERT_EQ(loaded.model->parameter_count(), trained.parameter_count());
+  const Tensor& a = trained.parameters().flat_params();
+  const Tensor& b = loaded.model->parameters().flat_params();
+  const float* x = static_cast<const float*>(a.raw());
+  const float* y = static_cast<const float*>(b.raw());
+  EXPECT_TRUE(std::equal(x, x + a.numel(), y));  // seed 7's weights, not load_model's own
 }
 
 // A file with one attribute of each kind the helpers read, written with the raw HDF5 API.
