@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -135,9 +136,21 @@ void TrainSession::build_loaders() {
   train_batches.emplace(*train_source.batches, backend(), &*profiler, train_source.augment);
   test_batches.emplace(*test_loader, backend(), nullptr, train_source.augment);
   const bool cuda = config.device == DeviceKind::cuda;
-  gpu_monitor.emplace(cuda ? device_bus_id(backend().device_id().index) : "");
+  gpu_monitor.emplace(cuda ? gpus_in_use() : std::vector<std::string>{});
   if (cuda && !gpu_monitor->available())
     spdlog::info("GPU utilisation not measured: {}", gpu_monitor->why_unavailable());
+}
+
+std::vector<std::string> TrainSession::gpus_in_use() {
+  std::vector<int> devices;
+  for (int r = 0; r < (dp ? dp->devices() : 1); ++r) {
+    const int index = (dp ? dp->backend(r) : backend()).device_id().index;
+    if (std::find(devices.begin(), devices.end(), index) == devices.end())
+      devices.push_back(index);  // --dp-share-device: every replica on one
+  }
+  std::vector<std::string> bus_ids;
+  for (int index : devices) bus_ids.push_back(device_bus_id(index));
+  return bus_ids;
 }
 
 void TrainSession::build_length() {
