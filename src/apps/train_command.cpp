@@ -97,7 +97,9 @@ void add_device_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
   add_choice(cmd, "--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off");
   cmd.add_flag("--deterministic", c.deterministic,
                "CUDA: bit-identical repeats (cuDNN algorithms by rank, not timing)");
-  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")
+  cmd.add_option("--threads", c.threads,
+                 "CPU backend threads (0: the cores this rank may use: its affinity mask, shared "
+                 "with the ranks of the node bound to the same cores)")
       ->check(whole(0, limits::kMaxThreads));
   add_choice(cmd, "--mode", c.mode,
              "ddp: one process per device (under mpirun); dp: DataParallel in one process");

@@ -75,6 +75,7 @@ TrainSession::TrainSession(const TrainConfig& requested)
   if (world.is_root())  // before any training: an unwritable folder would fail the first save
     for (const std::string& path : prepare_checkpoint_dir(config.checkpoint_dir))
       spdlog::info("removed {}, left by an interrupted checkpoint", path);
+  use_cpu_share(config, world);
   delay_startup(config);
   data = load_data(config, comm);
   model_config = config.model;

@@ -4,7 +4,7 @@
 # this process ran, and --metrics keeps the first segment's lines, a segment marker and the new
 # ones (a fresh run replaces the file); the progress line is rewritten in place only for one
 # process writing to a terminal (also when the environment looks like MPI's), never into a file
-# or under mpirun; `ringtrain diagnose` leaves the job's checkpoints alone and honours --summary
+# or under mpirun; compute threads follow the affinity mask; `ringtrain diagnose` leaves the job's checkpoints alone and honours --summary
 # and --metrics.
 #   tests/e2e/run_outputs.sh MPIEXEC build/ringtrain
 set -u
@@ -77,6 +77,17 @@ in_terminal "$mpiexec" -n 2 --oversubscribe "$bin" train "${model[@]}" --steps 3
   --no-final-checkpoint >"$dir/mpi.log" 2>&1
 grep -q 'step [0-9]*/3' "$dir/mpi.log" && ! rewritten "$dir/mpi.log" &&
   ok "mpirun on a terminal gets plain progress lines" || fail "progress under mpirun" "$dir/mpi.log"
+
+# Threads from the affinity mask, not the machine: taskset to one core gives one compute thread;
+# two unbound ranks on two cores share them.
+taskset -c 0 "$bin" train "${model[@]}" --steps 1 --no-final-checkpoint >"$dir/taskset.log" 2>&1
+grep -q "may use 1 core(s) (its affinity mask holds 1, .*: 1 compute thread" "$dir/taskset.log" &&
+  ok "taskset -c 0: $(grep -o 'may use.*' "$dir/taskset.log")" || fail "taskset -c 0" "$dir/taskset.log"
+taskset -c 0,1 "$mpiexec" -n 2 --oversubscribe --bind-to none "$bin" train "${model[@]}" --steps 1 \
+  --no-final-checkpoint >"$dir/unbound.log" 2>&1
+grep -q "may use 1 core(s) (its affinity mask holds 2, shared by 2 rank(s)" "$dir/unbound.log" &&
+  ok "2 unbound ranks on 2 cores: $(grep -o 'may use.*' "$dir/unbound.log")" ||
+  fail "2 unbound ranks on 2 cores" "$dir/unbound.log"
 
 # diagnose beside a job's checkpoints: they stay as they were; --summary and --metrics written.
 "$bin" train "${model[@]}" --steps 4 --checkpoint-dir "$dir/job" >"$dir/job.log" 2>&1
