@@ -192,11 +192,13 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
 void choose_device(const CLI::App& cmd, const std::string& device, TrainConfig& c) {
   const DeviceInventory devices = probe_devices();
   const bool cuda = device == "auto" ? devices.cuda_devices > 0 : device == "cuda";
-  RT_CHECK(!cuda || devices.cuda_devices > 0, "--device cuda, but ", devices.why_none);
+  RT_CHECK(!cuda || devices.cuda_devices > 0, "--device cuda, but ", devices.detail);
   c.device = cuda ? DeviceKind::cuda : DeviceKind::cpu;
   if (cuda) return;
-  spdlog::info("training on the CPU backend: {}",
-               device == "cpu" ? "--device cpu" : devices.why_none);
+  if (device == "cpu")
+    spdlog::info("training on the CPU backend: --device cpu");
+  else
+    spdlog::info("{}: using the CPU backend", devices.why_none);
   for (const char* flag : {"--model", "--depth", "--width", "--batch-size", "--global-batch-size",
                            "--epochs", "--steps", "--lr"})
     if (cmd.count(flag) > 0) return;

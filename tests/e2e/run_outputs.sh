@@ -89,6 +89,18 @@ grep -q "may use 1 core(s) (its affinity mask holds 2, shared by 2 rank(s)" "$di
   ok "2 unbound ranks on 2 cores: $(grep -o 'may use.*' "$dir/unbound.log")" ||
   fail "2 unbound ranks on 2 cores" "$dir/unbound.log"
 
+# --device auto without a GPU says so in a user's words; --device cuda keeps CUDA's.
+if nvidia-smi -L >/dev/null 2>&1; then
+  echo "skip --device auto without a GPU: this machine has one"
+else
+  "$bin" train "${model[@]}" --steps 1 --no-final-checkpoint >"$dir/auto.log" 2>&1
+  "$bin" train "${model[@]}" --steps 1 --device cuda >"$dir/cuda.log" 2>&1
+  grep -q "no usable GPU (.*): using the CPU backend" "$dir/auto.log" &&
+    ! grep -q "cudaGetDeviceCount" "$dir/auto.log" &&
+    grep -q "error: --device cuda, but " "$dir/cuda.log" &&
+    ok "no GPU: $(grep -o 'no usable GPU.*' "$dir/auto.log")" || fail "no-GPU messages" "$dir/auto.log"
+fi
+
 # diagnose beside a job's checkpoints: they stay as they were; --summary and --metrics written.
 "$bin" train "${model[@]}" --steps 4 --checkpoint-dir "$dir/job" >"$dir/job.log" 2>&1
 before=$(cd "$dir/job" && ls -l --time-style=full-iso && md5sum ./*)
