@@ -133,7 +133,9 @@ void add_eval_command(CLI::App& app, EvalCommand& e) {
       ->check(whole(1, limits::kMaxBatch))
       ->capture_default_str();
   e.cmd->add_option("--out", e.out, "also write the results as JSON to this file")
-      ->check(kFilePath);
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("an empty path: give a file") : ""; },
+          "FILE"));
   e.cmd->add_option("--device", e.device, "auto (CUDA when a GPU is visible), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();

@@ -120,10 +120,19 @@ expect() {
 "$bin" data synth --out "$dir/small.h5" --train 8 --test 8 --height 8 --width 8 --classes 6 >/dev/null
 "$bin" data synth --out "$dir/three.h5" --train 8 --test 8 --height 12 --width 12 --classes 3 >/dev/null
 printf 'not an image' >"$dir/corrupt.png"
+"$py" - "$dir" <<'PY'  # d.h5 with its class names in the reverse order
+import h5py, sys
+d = sys.argv[1]
+with h5py.File(f"{d}/d.h5") as src, h5py.File(f"{d}/renamed.h5", "w") as out:
+    for name in ("train/images", "train/labels", "test/images", "test/labels"):
+        out[name] = src[name][:]
+    out.attrs["classes"] = [c.decode() if isinstance(c, bytes) else c for c in src.attrs["classes"]][::-1]
+PY
 expect 1 "$dir/none.h5" "$bin" eval --checkpoint "$dir/none.h5" --data "$dir/d.h5" --device cpu
 expect 2 "trained on 12x12x3 images" "$bin" "${ev[@]/$dir\/d.h5/$dir/small.h5}"
 expect 2 "has 3 classes, but .* was trained on 6" "$bin" "${ev[@]/$dir\/d.h5/$dir/three.h5}"
 expect 2 "has 3 classes" timeout 120 "$mpiexec" -n 2 --oversubscribe "$bin" "${ev[@]/$dir\/d.h5/$dir/three.h5}"
+expect 2 "class 0 of .* is 'pattern5', but in .* it is 'pattern0'" "$bin" "${ev[@]/$dir\/d.h5/$dir/renamed.h5}"
 expect 2 "batch-size" "$bin" "${ev[@]}" --batch-size 0
 expect 1 "$dir/no/such/dir/out.json" "$bin" "${ev[@]}" --out "$dir/no/such/dir/out.json"
 expect 1 "$dir/missing.png" "$bin" predict --checkpoint "$ck" --device cpu "$dir/img0.png" "$dir/missing.png"

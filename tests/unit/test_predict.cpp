@@ -62,6 +62,12 @@ void make_trained(Trained& t, int channels, const std::string& name) {
                    t.meta);
 }
 
+test::PngSpec rgb_png(int side) {
+  test::PngSpec spec;
+  spec.width = spec.height = side;
+  return spec;
+}
+
 std::vector<uint8_t> test_image(const Trained& t, int64_t i) {
   return {t.data.test.image(i), t.data.test.image(i) + t.data.test.image_bytes()};
 }
@@ -93,14 +99,14 @@ TEST(Predict, PngAndJpegFilesGiveTheModelsPredictionOfTheirPixels) {
   const std::string big = test::temp_path("predict2_16x16.png");
   const std::string missing = test::temp_path("predict_missing.png");
   const std::string corrupt = test::temp_path("predict_corrupt.png");
-  test::write_png(png, {8, 8}, test_image(t, 0));
+  test::write_png(png, rgb_png(8), test_image(t, 0));
   test::write_jpeg(jpeg, 8, 8, 3, test_image(t, 1), 90);
   std::vector<uint8_t> twice(16 * 16 * 3);  // image 2 with each pixel doubled both ways
   for (int y = 0; y < 16; ++y)
     for (int x = 0; x < 16; ++x)
       for (int c = 0; c < 3; ++c)
         twice[size_t((y * 16 + x) * 3 + c)] = t.data.test.image(2)[((y / 2) * 8 + x / 2) * 3 + c];
-  test::write_png(big, {16, 16}, twice);
+  test::write_png(big, rgb_png(16), twice);
   std::ofstream(corrupt) << "not an image";
 
   LoadedModel loaded = load_model(t.path, t.backend);
@@ -131,7 +137,7 @@ TEST(Predict, AGrayscaleModelGetsTheLumaOfAColourImage) {
         std::lround(0.299 * rgb[3 * p] + 0.587 * rgb[3 * p + 1] + 0.114 * rgb[3 * p + 2]));
   }
   const std::string png = test::temp_path("predict_colour.png");
-  test::write_png(png, {8, 8}, rgb);
+  test::write_png(png, rgb_png(8), rgb);
   LoadedModel loaded = load_model(t.path, t.backend);
   const std::vector<Prediction> got = predict_images(loaded, t.backend, {png}, 10);
   expect_prediction(t, to_grayscale(decode_image(png)), got[0], 4);  // --top 10 of 4 classes
