@@ -12,6 +12,8 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 failures=0
 fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 20 "$2"; failures=$((failures + 1)); }
+# passed MESSAGE: says ok when no check failed since `before=$failures`.
+passed() { [ "$failures" -eq "$before" ] && echo "ok   $1"; }
 py=/usr/bin/python3 # with Debian's python3-numpy and python3-h5py (env/install_deps.sh)
 "$py" -c "import numpy, h5py" 2>/dev/null || {
   echo "SKIP: $py with numpy and h5py is needed to write the test images"
@@ -28,6 +30,7 @@ ev=(eval --checkpoint "$ck" --data "$dir/d.h5" --device cpu --threads 1 --worker
 
 # eval's loss is the test loss of the last epoch: to the 4 decimals both print, and to 1e-9
 # relative in full (the same batches through the same weights; only the sum's order may differ).
+before=$failures
 if "$bin" "${ev[@]}" --out "$dir/one.json" >"$dir/one.txt" 2>"$dir/one.err"; then
   printed=$(sed -n 's/.*epoch 1 done:.* test loss \([0-9.]*\) acc.*/\1/p' "$dir/train.log")
   grep -q "^loss $printed " "$dir/one.txt" || fail "eval loss is not the training's $printed" "$dir/one.txt"
@@ -39,12 +42,13 @@ assert abs(got["loss"] - want) <= 1e-9 * abs(want), (got["loss"], want)
 assert got["count"] == 100 and len(got["confusion"]) == 6, got
 assert sum(map(sum, got["confusion"])) == 100
 PY
-  echo "ok   eval loss equals training's final test loss ($printed)"
+  passed "eval loss equals training's final test loss ($printed)"
 else
   fail "eval: exit status $?" "$dir/one.err"
 fi
 
 # Two ranks each take half of the test split; the reduced result is the one-process one.
+before=$failures
 if timeout 120 "$mpiexec" -n 2 --oversubscribe "$bin" "${ev[@]}" --out "$dir/two.json" \
   >"$dir/two.txt" 2>"$dir/two.err"; then
   cmp -s "$dir/one.txt" "$dir/two.txt" || { fail "two ranks print another result"; diff "$dir/one.txt" "$dir/two.txt"; }
@@ -54,7 +58,7 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert abs(a.pop("loss") - b.pop("loss")) <= 1e-9 * 5, "loss"
 assert a == b, (a, b)
 PY
-  echo "ok   mpirun -np 2 eval equals the one-process eval"
+  passed "mpirun -np 2 eval equals the one-process eval"
 else
   fail "two ranks: exit status $?" "$dir/two.err"
 fi
@@ -76,6 +80,7 @@ with h5py.File(f"{d}/d.h5") as f:
 PY
 images=()
 for i in 0 1 2 3 4 5 6 7; do images+=("$dir/img$i.png"); done
+before=$failures
 if "$bin" predict --checkpoint "$ck" --device cpu --json "${images[@]}" >"$dir/pred.json" 2>"$dir/pred.err"; then
   "$py" - "$dir" <<'PY' || fail "predicted classes are not eval's"
 import h5py, json, numpy as np, sys
@@ -97,7 +102,7 @@ PY
   "$bin" "${ev[@]/$dir\/d.h5/$dir/pred.h5}" >"$dir/pred.txt" 2>&1 || fail "eval of the predicted labels: exit status $?" "$dir/pred.txt"
   grep -q "^loss [0-9.]*  top-1 100.00%" "$dir/pred.txt" || fail "eval disagrees with predict" "$dir/pred.txt"
   grep -q "split test, 8 images" "$dir/pred.txt" || fail "eval of the predicted labels: not 8 images" "$dir/pred.txt"
-  echo "ok   predict on PNG files gives eval's classes"
+  passed "predict on PNG files gives eval's classes"
 else
   fail "predict: exit status $?" "$dir/pred.err"
 fi
