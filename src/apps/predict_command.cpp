@@ -70,6 +70,9 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
 }
 
 int run_predict_command(const PredictCommand& c) {
+  RT_CHECK_AS(ConfigError, World::get().size() == 1,
+              "predict: runs in one process (every rank would print the same): start it without "
+              "mpirun");
   const std::unique_ptr<Backend> backend =
       make_inference_backend(c.device, c.threads, World::get());
   LoadedModel loaded = load_model(c.checkpoint, *backend, backend->compute_dtype());
