@@ -1,6 +1,7 @@
 #include "ringtrain/train/evaluation.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <numeric>
 
@@ -57,6 +58,8 @@ void all_reduce(Evaluation& e, Communicator& comm) {
   // Note: counts travel as doubles, exact up to 2^53 images.
   std::vector<double> sums = {e.count, e.loss_sum, e.top1_correct, e.topk_correct};
   sums.insert(sums.end(), e.confusion.begin(), e.confusion.end());
+  RT_CHECK(sums.size() <= static_cast<size_t>(INT_MAX), "evaluation: the confusion matrix of ",
+           e.classes, " classes is too large to sum over the ranks in one all-reduce");
   comm.all_reduce_host(sums.data(), static_cast<int>(sums.size()), ReduceOp::sum);
   e.count = sums[0];
   e.loss_sum = sums[1];
