@@ -20,6 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr const char* kWhat = "data import-cifar: ";
+const std::string kNotTarGz =
+    "cannot be read as a tar.gz archive (not one, or a truncated or damaged download? fetch it "
+    "again)";
 constexpr int kBatches = 6;                               // data_batch_1..5, then test_batch
 constexpr int kMembers = kBatches + 1;                    // and the class names
 constexpr la_int64_t kMaxMember = la_int64_t{256} << 20;  // an official member is ~31 MB
@@ -53,16 +56,24 @@ const char* reason(archive* a) {
   return text ? text : "no reason given";
 }
 
-ArchivePtr open_archive(const std::string& path) {
+// Refuses a path that is not a file, before its MD5 is taken.
+void check_archive_file(const std::string& path) {
   std::error_code ec;
-  RT_CHECK(fs::is_regular_file(path, ec), kWhat, path,
+  const fs::file_status status = fs::status(path, ec);
+  RT_CHECK(fs::exists(status), kWhat, path,
            ": no such file (give the downloaded cifar-10-python.tar.gz or cifar-10-binary.tar.gz)");
+  RT_CHECK(fs::is_regular_file(status), kWhat, path,
+           ": not a file (give the downloaded cifar-10-python.tar.gz or cifar-10-binary.tar.gz)");
+}
+
+ArchivePtr open_archive(const std::string& path) {
+  check_archive_file(path);
   ArchivePtr a(archive_read_new(), archive_read_free);
   RT_CHECK(a && archive_read_support_filter_gzip(a.get()) == ARCHIVE_OK &&
                archive_read_support_format_tar(a.get()) == ARCHIVE_OK,
            kWhat, "cannot set up libarchive for tar.gz");
   RT_CHECK(archive_read_open_filename(a.get(), path.c_str(), 1 << 20) == ARCHIVE_OK, kWhat, path,
-           ": cannot be opened: ", reason(a.get()));
+           ": ", kNotTarGz, ": libarchive: ", reason(a.get()));
   return a;
 }
 
@@ -160,8 +171,7 @@ void read_members(const std::string& path, Members& m,
     if (r == ARCHIVE_EOF) break;
     RT_CHECK(r == ARCHIVE_OK || r == ARCHIVE_WARN, kWhat, path, ": ",
              last.empty()
-                 ? "not a tar.gz archive (give cifar-10-python.tar.gz or "
-                   "cifar-10-binary.tar.gz as downloaded)"
+                 ? kNotTarGz
                  : "damaged after " + last + " (a truncated or damaged download? fetch it again)",
              ": libarchive: ", reason(a.get()));
     const char* name = archive_entry_pathname(entry);
@@ -216,6 +226,7 @@ CifarImportSummary import_cifar10_archive(const CifarImportConfig& c) {
   const auto report = [&](const std::string& line) {
     if (c.report) c.report(line);
   };
+  check_archive_file(c.archive);
   CifarImportSummary s;
   s.md5 = md5_file(c.archive);
   const bool known = s.md5 == kCifarPythonMd5 || s.md5 == kCifarBinaryMd5;
