@@ -132,6 +132,7 @@ TrainResult train(const TrainConfig& config) {
   result.parameters = s.model().parameter_count();
   result.macs_per_image = s.model().macs_per_image(s.data.train.height, s.data.train.width);
   result.device = s.device_name();
+  result.devices = s.device_names();
   RunPosition at = s.resume();
   result.stopped = s.stop_before_start(at);
   for (int64_t epoch = at.epoch; epoch < s.length.epochs && !result.stopped; ++epoch)

@@ -25,11 +25,12 @@ struct TrainResult {
   double train_time_s = 0, images_per_s = 0, achieved_gflops = 0;
   int64_t steps = 0;
   int ranks = 1;
-  PhaseTimes phase_totals{};  // seconds, mean over ranks (zeros with --profile off)
-  double peak_tflops = 0;     // of one device; 0 when unknown
-  std::string device;         // what trained: backend and device name
-  bool stopped = false;       // by SIGTERM or SIGUSR1, after writing a checkpoint
-  std::string checkpoint;     // the last one written; empty: none
+  PhaseTimes phase_totals{};         // seconds, mean over ranks (zeros with --profile off)
+  double peak_tflops = 0;            // of one device; 0 when unknown
+  std::string device;                // what trained: backend and device name
+  std::vector<std::string> devices;  // rank 0's: its GPUs' names, or the CPU model
+  bool stopped = false;              // by SIGTERM or SIGUSR1, after writing a checkpoint
+  std::string checkpoint;            // the last one written; empty: none
 };
 
 // One rank's sums over an epoch's steps (step losses, correct predictions, images), reduced
