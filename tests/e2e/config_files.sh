@@ -7,9 +7,10 @@
 # for bit, as the run that wrote it.
 #   tests/e2e/config_files.sh build/ringtrain
 set -u
-bin=$1
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1  # whatever a run writes by default lands here
 failures=0
 fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 20 "$2"; failures=$((failures + 1)); }
 
@@ -39,7 +40,8 @@ usage_error() {
 }
 # summary_field FILE KEY: a field of a run summary, numbers as Python's repr (exact).
 summary_field() {
-  python3 -c 'import json,sys; sys.stdout.write(str(json.load(open(sys.argv[1]))[sys.argv[2]]))' "$1" "$2"
+  python3 -c 'import json, sys
+sys.stdout.write(str(json.load(open(sys.argv[1]))[sys.argv[2]]))' "$1" "$2"
 }
 
 # The data under a UTF-8 name with a space and a comma, as a user's folders may be called.
@@ -84,6 +86,19 @@ has override "momentum = 0.8"
 # 3. --print-config round trip: print, read it back, print again: the same text.
 print again train --config "$dir/file.toml"
 cmp -s "$dir/file.toml" "$dir/again.toml" || fail "print -> --config -> print changed the text"
+# The same for the values written specially: --workers auto, a hidden test flag that was given,
+# a setting left at 0 (--steps), and numbers CLI11 would round to 6 digits.
+print special train --workers auto --debug-fail-rank 3 --lr 0.123456789012345 \
+  --weight-decay 1e-7 --epochs 3
+has special 'workers = "auto"'
+has special "debug-fail-rank = 3"
+has special "lr = 0.123456789012345"
+has special "weight-decay = 1e-07"
+grep -q "^steps = " "$dir/special.toml" && fail "--steps 0 (unset) was written"
+grep -qE "^debug-(fail|hang|startup|loader|comm|eval)" "$dir/again.toml" && fail "hidden flags not given were written"
+print special_again train --config "$dir/special.toml"
+cmp -s "$dir/special.toml" "$dir/special_again.toml" ||
+  fail "print -> --config -> print changed the text of the special values"
 # diagnose takes the same flags and the same files.
 print diagnose diagnose --config "$dir/run.toml"
 diff <(tail -n +2 "$dir/file.toml") <(tail -n +2 "$dir/diagnose.toml") >/dev/null ||
@@ -104,31 +119,35 @@ else
   has chosen "batch-size = 256"
 fi
 
-# 5. Errors: exit 2 naming the file and the key (and the value where it is at fault).
+# 5. Errors: exit 2 naming the file and the key (and the value where it is at fault), before
+# anything runs (--print-config keeps a broken check from starting a training run).
 printf 'lr = 0.1\nlrr = 0.2\n' >"$dir/unknown.toml"
-usage_error unknown_key "$dir/unknown.toml" "unknown key 'lrr'" -- train --config "$dir/unknown.toml"
+usage_error unknown_key "$dir/unknown.toml" "unknown key 'lrr'" -- \
+  train --config "$dir/unknown.toml" --print-config
 printf 'lr = -1\n' >"$dir/bad_lr.toml"
 usage_error bad_number "$dir/bad_lr.toml" "lr = -1" "must be > 0" -- \
-  train --config "$dir/bad_lr.toml"
+  train --config "$dir/bad_lr.toml" --print-config
 printf 'schedule = "linear"\n' >"$dir/bad_name.toml"
 usage_error bad_choice "$dir/bad_name.toml" "schedule = linear" -- \
-  train --config "$dir/bad_name.toml"
+  train --config "$dir/bad_name.toml" --print-config
 printf 'nesterov = maybe\n' >"$dir/bad_switch.toml"
 usage_error bad_switch "$dir/bad_switch.toml" "nesterov = maybe" -- \
-  train --config "$dir/bad_switch.toml"
+  train --config "$dir/bad_switch.toml" --print-config
 printf 'lr = 0.1\nmomentum = 0.5\nlr = 0.3\n' >"$dir/twice.toml"
 usage_error key_twice "$dir/twice.toml" "key 'lr' sets --lr, which an earlier key" -- \
-  train --config "$dir/twice.toml"
+  train --config "$dir/twice.toml" --print-config
 printf 'lr = 0.1\nlr = 0.2\n' >"$dir/two_values.toml"
 usage_error two_values "$dir/two_values.toml" "lr = 0.1, 0.2" -- \
-  train --config "$dir/two_values.toml"
+  train --config "$dir/two_values.toml" --print-config
 printf '[train]\nlr = 0.1\n' >"$dir/section.toml"
-usage_error section "$dir/section.toml" "section [train]" -- train --config "$dir/section.toml"
+usage_error section "$dir/section.toml" "section [train]" -- \
+  train --config "$dir/section.toml" --print-config
 printf 'train.lr = 0.1\n' >"$dir/dotted.toml"
-usage_error dotted "$dir/dotted.toml" "key 'train.lr'" -- train --config "$dir/dotted.toml"
+usage_error dotted "$dir/dotted.toml" "key 'train.lr'" -- \
+  train --config "$dir/dotted.toml" --print-config
 printf 'config = "other.toml"\n' >"$dir/nested.toml"
 usage_error not_configurable "$dir/nested.toml" "key 'config'" -- \
-  train --config "$dir/nested.toml"
+  train --config "$dir/nested.toml" --print-config
 usage_error missing_file "$dir/absent ü.toml" "no such file" -- \
   train --config "$dir/absent ü.toml"
 usage_error folder "not a regular file" -- train --config "$dir"
@@ -143,7 +162,8 @@ cmp -s "$dir/empty.toml" "$dir/quick.toml" || fail "an empty file is not the def
 # host and the devices; both copies repeat the run to the same final loss, bit for bit.
 "$bin" train --config "$dir/run.toml" --checkpoint-dir "$dir/ck" --checkpoint-every 3 \
   --summary "$dir/a.json" --log-interval 0 >"$dir/a.log" 2>&1 || fail "run a" "$dir/a.log"
-grep -q "ran: ringtrain .* on host $(hostname)" "$dir/a.log" || fail "no provenance line" "$dir/a.log"
+grep -q "ran: ringtrain .* on host $(hostname)" "$dir/a.log" ||
+  fail "no provenance line" "$dir/a.log"
 summary_field "$dir/a.json" config >"$dir/from_summary.toml"
 "$bin" inspect "$dir/ck/ckpt-step00000003.h5" --print-config >"$dir/from_checkpoint.toml" ||
   fail "inspect --print-config"
@@ -154,11 +174,13 @@ grep -qxF "summary = \"$dir/a.json\"" "$dir/from_summary.toml" ||
 [ "$(summary_field "$dir/a.json" host)" = "$(hostname)" ] || fail "summary host"
 [ -n "$(summary_field "$dir/a.json" version)" ] || fail "summary version"
 summary_field "$dir/a.json" devices | grep -q . || fail "summary devices"
+a=$(summary_field "$dir/a.json" final_loss)
 for source in summary checkpoint; do
+  grep -qxF "steps = 3" "$dir/from_$source.toml" ||
+    { fail "the $source's configuration lacks steps = 3" "$dir/from_$source.toml"; continue; }
   "$bin" train --config "$dir/from_$source.toml" --checkpoint-dir "$dir/ck_$source" \
     --summary "$dir/$source.json" --log-interval 0 >"$dir/$source.log" 2>&1 ||
     fail "run from the $source's configuration" "$dir/$source.log"
-  a=$(summary_field "$dir/a.json" final_loss)
   b=$(summary_field "$dir/$source.json" final_loss)
   [ "$a" = "$b" ] || fail "from the $source's configuration: final loss $b, the run's $a"
   echo "ok   from the $source: final loss $b = $a"
@@ -166,7 +188,7 @@ done
 # The same run with one setting changed ends elsewhere: the comparison above can tell.
 "$bin" train --config "$dir/from_summary.toml" --momentum 0.9 --checkpoint-dir "$dir/ck_other" \
   --summary "$dir/other.json" --log-interval 0 >"$dir/other.log" 2>&1 || fail "run other"
-[ "$(summary_field "$dir/other.json" final_loss)" != "$(summary_field "$dir/a.json" final_loss)" ] ||
+[ "$(summary_field "$dir/other.json" final_loss)" != "$a" ] ||
   fail "another momentum gave the same final loss"
 
 if [ "$failures" -ne 0 ]; then
