@@ -116,18 +116,24 @@ std::string serialise(const ResNetConfig& c) {
                  " ", c.in_channels, " ", c.zero_init_residual);
 }
 
-// Every field, one per line: what `meta_xxh64` covers.
+// Every field of format 3, one per line.
+std::string serialise(const CheckpointMeta& m) {
+  return str_cat(m.step, "\n", m.epoch, "\n", m.samples_in_epoch, "\n", m.seed, "\n",
+                 m.batch_per_rank, "\n", m.world_size, "\n", m.accum_steps, "\n", m.sample_order,
+                 "\n", m.loss_scale, "\n", m.loss_scale_clean_steps, "\n", m.model, "\n", m.data,
+                 "\n", m.data_fingerprint, "\n", m.config, "\n", m.version, "\n",
+                 serialise(m.model_config), "\n", m.image_height, "x", m.image_width, "\n",
+                 join(m.class_names, "\n"), "\n", join_numbers(m.norm.mean), "\n",
+                 join_numbers(m.norm.std));
+}
+
+// What `meta_xxh64` covers: every field, one per line.
 // Note: the effective configuration joined the meta after format 3 was fixed; it is an
 // optional attribute and enters the checksum only when present, so the checkpoints written
 // before it still verify, and removing it from a newer one breaks its checksum.
-std::string serialise(const CheckpointMeta& m) {
-  return str_cat(
-      m.step, "\n", m.epoch, "\n", m.samples_in_epoch, "\n", m.seed, "\n", m.batch_per_rank, "\n",
-      m.world_size, "\n", m.accum_steps, "\n", m.sample_order, "\n", m.loss_scale, "\n",
-      m.loss_scale_clean_steps, "\n", m.model, "\n", m.data, "\n", m.data_fingerprint, "\n",
-      m.config, "\n", m.version, "\n", serialise(m.model_config), "\n", m.image_height, "x",
-      m.image_width, "\n", join(m.class_names, "\n"), "\n", join_numbers(m.norm.mean), "\n",
-      join_numbers(m.norm.std), m.effective_config.empty() ? "" : "\n" + m.effective_config);
+std::string checksummed_text(const CheckpointMeta& m) {
+  const std::string fields = serialise(m);
+  return m.effective_config.empty() ? fields : fields + "\n" + m.effective_config;
 }
 
 void write_model(hid_t file, const CheckpointMeta& m) {
@@ -182,7 +188,7 @@ void write_meta(hid_t file, const CheckpointMeta& m) {
   if (!m.effective_config.empty()) write_text(file, "effective_config", m.effective_config);
   write_text(file, "version", m.version);
   write_model(file, m);
-  const std::string all = serialise(m);
+  const std::string all = checksummed_text(m);
   write_number(file, "meta_xxh64", xxh64(all.data(), all.size()));
 }
 
@@ -211,7 +217,7 @@ CheckpointMeta read_meta(hid_t f, const std::string& path) {
   if (has_effective_config > 0) m.effective_config = read_text(f, path, "effective_config");
   m.version = read_text(f, path, "version");
   read_model(f, path, m);
-  const std::string all = serialise(m);
+  const std::string all = checksummed_text(m);
   RT_CHECK(read_number<uint64_t>(f, path, "meta_xxh64", H5T_NATIVE_UINT64) ==
                xxh64(all.data(), all.size()),
            "checkpoint: ", path,
