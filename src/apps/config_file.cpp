@@ -28,13 +28,25 @@ std::vector<CLI::ConfigItem> read_config_file(const CLI::App& cmd, const std::st
   RT_CHECK_AS(
       ConfigError, fs::is_regular_file(status), "--config ", path, ": ",
       !fs::exists(status) ? "no such file" : (error ? error.message() : "not a regular file"));
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   RT_CHECK_AS(ConfigError, in.is_open(), "--config ", path,
               ": cannot open: ", std::strerror(errno));
-  std::vector<CLI::ConfigItem> items = cmd.get_config_formatter()->from_config(in);
+  std::ostringstream text;
+  text << in.rdbuf();
   RT_CHECK_AS(ConfigError, !in.bad(), "--config ", path,
               ": reading failed: ", std::strerror(errno));
-  return items;
+  std::string toml = text.str();
+  if (toml.rfind("\xEF\xBB\xBF", 0) == 0) toml.erase(0, 3);  // the UTF-8 mark some editors write
+  std::istringstream lines(toml);
+  return cmd.get_config_formatter()->from_config(lines);
+}
+
+// A key as an error shows it: control characters as '?', at most 60 bytes (a binary file).
+std::string printable(std::string key) {
+  if (key.size() > 60) key = key.substr(0, 60) + "...";
+  for (char& c : key)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return key;
 }
 
 // The flag a key of the file sets, or a ConfigError saying why there is none.
@@ -44,13 +56,13 @@ CLI::Option* option_for(const CLI::App& cmd, const std::string& path, const CLI:
   const bool section = item.name == "++" || item.name == "--";
   RT_CHECK_AS(ConfigError, item.parents.empty(), where,
               section ? str_cat("section [", join(item.parents, "."), "]")
-                      : str_cat("key '", item.fullname(), "'"),
+                      : str_cat("key '", printable(item.fullname()), "'"),
               ": sections and dotted keys are not read; write each setting at the top of the "
               "file as a flag's long name without the dashes (lr = 0.1)");
   CLI::Option* opt = const_cast<CLI::App&>(cmd).get_option_no_throw("--" + item.name);
-  RT_CHECK_AS(ConfigError, opt != nullptr, where, "unknown key '", item.name, "': the keys are ",
-              "the flags of `", cmd.get_name(), "` without the dashes (see ringtrain ",
-              cmd.get_name(), " --help)");
+  RT_CHECK_AS(ConfigError, opt != nullptr, where, "unknown key '", printable(item.name),
+              "': the keys are ", "the flags of `", cmd.get_name(),
+              "` without the dashes (see ringtrain ", cmd.get_name(), " --help)");
   RT_CHECK_AS(ConfigError, opt->get_configurable(), where, "key '", item.name,
               "' cannot be set in a configuration file: give --", item.name,
               " on the command line");

@@ -76,6 +76,12 @@ for line in "data = \"$data\"" "width = 0.0625" "batch-size = 16" "steps = 3" "l
   has file "$line"
 done
 
+# A file saved by a Windows editor: a UTF-8 byte-order mark and CRLF line ends.
+printf '\xef\xbb\xbflr = 0.02\r\nnesterov = true\r\n' >"$dir/crlf_bom.toml"
+print windows train --config "$dir/crlf_bom.toml"
+has windows "lr = 0.02"
+has windows "nesterov = true"
+
 # 2. The command line overrides the file, also for --model against the file's depth.
 print override train --config "$dir/run.toml" --lr 0.07 --model resnet34 --no-eval
 has override "lr = 0.07"
@@ -151,6 +157,9 @@ usage_error not_configurable "$dir/nested.toml" "key 'config'" -- \
 usage_error missing_file "$dir/absent ü.toml" "no such file" -- \
   train --config "$dir/absent ü.toml"
 usage_error folder "not a regular file" -- train --config "$dir"
+head -c 4096 "$data" >"$dir/binary.toml"
+usage_error binary_file "$dir/binary.toml" "unknown key" -- \
+  train --config "$dir/binary.toml" --print-config
 usage_error unwritable_value "--print-config: cannot write --data 'a#b.h5'" -- \
   train --data 'a#b.h5' --print-config
 usage_error inspect_dataset "is not a checkpoint" -- inspect "$data" --print-config
