@@ -137,6 +137,10 @@ EffectiveConfig effective_config(CLI::App& cmd) {
     if (!opt->get_configurable() || (hidden && opt->count() == 0)) continue;
     opt->capture_default_str();
     const std::string& value = opt->get_default_str();
+    // A switch is always true or false: empty, it was declared without add_switch and would be
+    // missing from every stored configuration.
+    RT_CHECK(!value.empty() || opt->get_expected_min() > 0, "the switch --", opt->get_single_name(),
+             " does not say its state: declare it with add_switch");
     if (value.empty()) continue;
     const std::string line =
         str_cat(opt->get_single_name(), " = ", CLI::detail::convert_arg_for_ini(value), "\n");
