@@ -87,6 +87,14 @@ const CLI::Validator kFilePath(
     },
     "FILE");
 
+CLI::Option* add_switch(CLI::App& cmd, const std::string& flag, bool& value,
+                        const std::string& help) {
+  const bool sets = flag.front() != '!';
+  return cmd.add_flag(flag, value, help)->default_function([&value, sets] {
+    return std::string(value == sets ? "true" : "false");
+  });
+}
+
 int available_cores() {
   return affinity_cores();
 }

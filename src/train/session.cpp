@@ -8,6 +8,7 @@
 
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/checked_math.hpp"
+#include "ringtrain/core/host.hpp"
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/provenance.hpp"
@@ -46,6 +47,7 @@ CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const 
   m.accum_steps = c.accum_steps;
   m.sample_order = describe_sample_order(source.window_images);
   m.config = describe(c);
+  m.effective_config = c.effective_config;
   m.version = RINGTRAIN_VERSION;
   return m;
 }
@@ -195,6 +197,14 @@ std::string TrainSession::device_name() {
                    config.dp_share_device ? " all on cuda:0 (--dp-share-device, a test aid)" : "",
                    ", device 0 ", backend().name());
   return describe_backend(backend());
+}
+
+std::vector<std::string> TrainSession::device_names() {
+  if (config.device == DeviceKind::cpu) return {cpu_model()};
+  if (!dp) return {backend().name()};
+  std::vector<std::string> names;
+  for (int d = 0; d < dp->devices(); ++d) names.push_back(dp->backend(d).name());
+  return names;
 }
 
 RunPosition TrainSession::resume() {

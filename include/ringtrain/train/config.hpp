@@ -107,6 +107,9 @@ struct TrainConfig {
   std::string summary_path;                    // the run summary JSON; empty: none
   double peak_tflops = 0;                      // per device, for MFU; 0: by device name
   double log_interval_s = 5.0;                 // seconds between progress lines
+  // Every setting as TOML, after the CLI's resolutions (`train --config` reads it back): the
+  // checkpoints and the run summary keep it, so that a run can be repeated. Empty: none given.
+  std::string effective_config;
 
   // Throws a ConfigError naming the first setting that is out of range.
   void validate() const;
