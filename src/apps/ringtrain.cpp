@@ -1,4 +1,4 @@
-// ringtrain: one binary, subcommands `train`, `diagnose`, `inspect` and
+// ringtrain: one binary, subcommands `train`, `diagnose`, `inspect`, `export` and
 // `data synth|convert|import-images|inspect`, each in its own file of src/apps/.
 // Parses flags and calls the library; every error ends in one line on stderr and a non-zero exit.
 #include <spdlog/spdlog.h>
@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "data_commands.hpp"
+#include "export_command.hpp"
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/dist/world.hpp"
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
   cli::add_train_commands(app, train);
   cli::ToolCommands tools;
   cli::add_tool_commands(app, tools);
+  cli::ExportCommand export_command;
+  cli::add_export_command(app, export_command);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return str_cat("ringtrain: error: ", e.what(), "\nRun with --help for more information.\n");
   });
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] %v");
   try {
     if (train.chosen()) return cli::run_train_command(train);
+    if (cli::run_export_command(export_command)) return exit_code::kOk;
     cli::run_tool_command(tools);
   } catch (const std::exception& e) {
     const int status = cli::exit_status(e);
