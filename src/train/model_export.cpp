@@ -132,6 +132,8 @@ void export_checkpoint(const std::string& checkpoint, const std::string& out, bo
   std::error_code error;
   RT_CHECK_AS(ConfigError, !fs::equivalent(checkpoint, out, error), "export: ", out,
               " is the checkpoint itself: name another output file");
+  RT_CHECK_AS(ConfigError, !fs::is_directory(out), "export: ", out,
+              " is a folder: name the file to write in it");
   RT_CHECK_AS(ConfigError, force || !fs::exists(out), "export: ", out,
               " exists: name another file, or add --force to replace it");
   CpuBackend cpu(1);

@@ -108,6 +108,7 @@ expect_error wider 1 "tensor conv1.weight is [8,3,3,3] in the file, [16,3,3,3] i
   train --data "$dir/ten.h5" --depth 18 --width 0.25 --batch-size 16 --threads 1 --init-from "$dir/src.safetensors"
 expect_error exists 2 "exists: name another file, or add --force to replace it" \
   export --checkpoint "$ck" "$dir/src.safetensors"
+expect_error folder 2 "is a folder: name the file to write in it" export --checkpoint "$ck" --force "$dir"
 expect_error bad_format 2 "--format" export --checkpoint "$ck" --format onnx "$dir/x.onnx"
 expect_error not_checkpoint 1 "checkpoint: $dir/garbage.safetensors: not an HDF5 file" \
   export --checkpoint "$dir/garbage.safetensors" "$dir/x.safetensors"
