@@ -23,8 +23,11 @@ Tensor host_copy(Backend& backend, const Tensor& flat, const ParamInfo& info) {
   return host;
 }
 
+// A JSON list of floats, each in its shortest decimal form ("[0.4914,0.4822,0.4465]").
 std::string json_floats(const std::vector<float>& values) {
-  return nlohmann::json(values).dump();
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) text += fmt::format("{}{}", i ? "," : "", values[i]);
+  return text + "]";
 }
 
 // What the file holds, for the messages: "resnet18 (cifar stem, width 1, 10 classes)".
@@ -120,7 +123,8 @@ std::map<std::string, std::string> export_metadata(const CheckpointMeta& meta,
           {"in_channels", std::to_string(c.in_channels)},
           {"image_height", std::to_string(meta.image_height)},
           {"image_width", std::to_string(meta.image_width)},
-          {"class_names", nlohmann::json(meta.class_names).dump()},
+          {"class_names", nlohmann::json(meta.class_names)
+                              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
           {"norm_mean", json_floats(meta.norm.mean)},
           {"norm_std", json_floats(meta.norm.std)},
           {"ringtrain_version", RINGTRAIN_VERSION},

@@ -53,7 +53,8 @@ std::string header_text(const SafeTensors& file) {
                       {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
-  std::string text = header.dump();
+  // Invalid UTF-8 in a name or a metadata text becomes U+FFFD rather than failing the export.
+  std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
   // Padded with spaces to a multiple of 8 bytes, as the reference writer does: the data then
   // starts aligned, so a reader may view it in place.
   text.append((8 - text.size() % 8) % 8, ' ');

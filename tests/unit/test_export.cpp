@@ -37,7 +37,8 @@ std::string checkpoint_of(ResNet& model, CpuBackend& cpu, const std::string& nam
   meta.model_config = model.config();
   meta.image_height = meta.image_width = 8;
   meta.class_names = std::vector<std::string>(static_cast<size_t>(model.config().classes), "c");
-  meta.norm = {{0.5f, 0.5f, 0.5f}, {0.25f, 0.25f, 0.25f}};
+  meta.norm = {{0.4914f, 0.4822f, 0.4465f}, {0.25f, 0.25f, 0.25f}};
+  meta.class_names[0] = "chat \xc3\xa9t\xc3\xa9 \xff";  // UTF-8, and a byte that is not
   meta.step = 3;
   ParameterSet& p = model.parameters();
   const std::string path = temp_path(name);
@@ -78,7 +79,9 @@ TEST(InitFrom, AnExportedModelComesBackBitExactWithTheSameLogits) {
   const SafeTensors file = read_safetensors(exported);
   EXPECT_EQ(file.metadata.at("depth"), "18");
   EXPECT_EQ(file.metadata.at("width"), "0.125");
-  EXPECT_EQ(file.metadata.at("norm_std"), "[0.25,0.25,0.25]");
+  EXPECT_EQ(file.metadata.at("norm_mean"), "[0.4914,0.4822,0.4465]");  // shortest decimal form
+  const std::string names = "[\"chat \xc3\xa9t\xc3\xa9 \xef\xbf\xbd\",\"c\"";  // U+FFFD for 0xff
+  EXPECT_EQ(file.metadata.at("class_names").rfind(names, 0), 0u);
   for (const std::string& from : {exported, checkpoint}) {
     ResNet fresh(small_config(), cpu, DType::f32, 4);  // another seed: other initial weights
     ASSERT_FALSE(same_bytes(fresh.parameters().flat_params(), source.parameters().flat_params()));
