@@ -79,8 +79,8 @@ std::string first_misfit(const SafeTensors& file, const std::vector<TorchvisionT
     if (!f) return str_cat("tensor ", t.name, " is not in the file, ", here);
     const SafeDType want = t.source ? SafeDType::f32 : SafeDType::i64;
     if (f->dtype != want)
-      return str_cat("tensor ", t.name, " is ", f->dtype == SafeDType::f32 ? "F32" : "I64",
-                     " in the file, ", want == SafeDType::f32 ? "F32" : "I64", " in this model");
+      return str_cat("tensor ", t.name, " is ", dtype_name(f->dtype), " in the file, ",
+                     dtype_name(want), " in this model");
     if (f->shape != t.shape && !(skip_classifier && is_classifier(t.name)))
       return str_cat("tensor ", t.name, " is ", shape_str(f->shape), " in the file, ", here);
   }

@@ -18,10 +18,6 @@ using json = nlohmann::ordered_json;
 // Headers beyond this are refused unread: a garbage length must not allocate gigabytes.
 constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
 
-const char* dtype_name(SafeDType t) {
-  return t == SafeDType::f32 ? "F32" : "I64";
-}
-
 size_t dtype_bytes(SafeDType t) {
   return t == SafeDType::f32 ? 4 : 8;
 }
@@ -131,6 +127,10 @@ json parse_header(const std::string& path, const std::vector<char>& bytes, uint6
 }
 
 }  // namespace
+
+const char* dtype_name(SafeDType t) {
+  return t == SafeDType::f32 ? "F32" : "I64";
+}
 
 const SafeTensor* SafeTensors::find(const std::string& name) const {
   for (const SafeTensor& t : tensors)

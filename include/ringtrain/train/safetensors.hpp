@@ -12,6 +12,7 @@ namespace ringtrain {
 
 // The dtypes ringtrain writes and reads: F32 (parameters, buffers) and I64 (counters).
 enum class SafeDType { f32, i64 };
+const char* dtype_name(SafeDType t);  // "F32", "I64": the format's own names
 
 struct SafeTensor {
   std::string name;
