@@ -97,7 +97,9 @@ void add_device_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
   add_choice(cmd, "--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off");
   cmd.add_flag("--deterministic", c.deterministic,
                "CUDA: bit-identical repeats (cuDNN algorithms by rank, not timing)");
-  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")
+  cmd.add_option("--threads", c.threads,
+                 "CPU backend threads (0: the cores this rank may use: its affinity mask, shared "
+                 "with the ranks of the node bound to the same cores)")
       ->check(whole(0, limits::kMaxThreads));
   add_choice(cmd, "--mode", c.mode,
              "ddp: one process per device (under mpirun); dp: DataParallel in one process");
@@ -134,10 +136,12 @@ void add_output_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
   cmd.add_option("--checkpoint-dir", c.checkpoint_dir, "where checkpoints go")
       ->capture_default_str();
   cmd.add_option("--checkpoint-every", c.checkpoint_every,
-                 "steps between checkpoints (0: only on SIGTERM/SIGUSR1)")
+                 "steps between checkpoints (0: only on SIGTERM/SIGUSR1 and at the end)")
       ->check(whole(0, limits::kMaxSteps));
   cmd.add_option("--checkpoint-minutes", c.checkpoint_minutes, "minutes between checkpoints")
       ->check(real(0, limits::kMaxSeconds));
+  cmd.add_flag("!--no-final-checkpoint", c.final_checkpoint,
+               "do not write a checkpoint when the run ends (by default it is written)");
   cmd.add_option("--keep", c.keep_checkpoints, "checkpoints kept (the newest)")
       ->check(whole(1, limits::kMaxKeep))
       ->capture_default_str();
@@ -192,11 +196,13 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
 void choose_device(const CLI::App& cmd, const std::string& device, TrainConfig& c) {
   const DeviceInventory devices = probe_devices();
   const bool cuda = device == "auto" ? devices.cuda_devices > 0 : device == "cuda";
-  RT_CHECK(!cuda || devices.cuda_devices > 0, "--device cuda, but ", devices.why_none);
+  RT_CHECK(!cuda || devices.cuda_devices > 0, "--device cuda, but ", devices.detail);
   c.device = cuda ? DeviceKind::cuda : DeviceKind::cpu;
   if (cuda) return;
-  spdlog::info("training on the CPU backend: {}",
-               device == "cpu" ? "--device cpu" : devices.why_none);
+  if (device == "cpu")
+    spdlog::info("training on the CPU backend: --device cpu");
+  else
+    spdlog::info("{}: using the CPU backend", devices.why_none);
   for (const char* flag : {"--model", "--depth", "--width", "--batch-size", "--global-batch-size",
                            "--epochs", "--steps", "--lr"})
     if (cmd.count(flag) > 0) return;
@@ -226,7 +232,10 @@ int run_job(const CLI::App& cmd, bool training, const JobFlags& job, TrainConfig
     // A run stopped by SIGTERM/SIGUSR1 exits with EX_TEMPFAIL: a job script requeues on it.
     if (training) return train(config).stopped ? exit_code::kStoppedBySignal : exit_code::kOk;
     const ProbeResults probes = run_probes(config);
-    if (world.is_root()) std::fputs(format_diagnosis(probes, judge(probes)).c_str(), stdout);
+    if (!world.is_root()) return exit_code::kOk;
+    const Verdict verdict = judge(probes);
+    std::fputs(format_diagnosis(probes, verdict).c_str(), stdout);
+    if (!config.summary_path.empty()) write_diagnosis(config.summary_path, probes, verdict);
     return exit_code::kOk;
   } catch (const ConfigError&) {
     throw;  // every rank found it before training: they all leave with it

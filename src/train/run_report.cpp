@@ -13,26 +13,71 @@
 namespace ringtrain {
 namespace {
 
-std::ofstream open_for_writing(const std::string& path, const char* what) {
+std::ofstream open_for_writing(const std::string& path, const char* what, bool append = false) {
   std::ofstream out;
   if (path.empty()) return out;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
-  out.open(path);
+  out.open(path, append ? std::ios::app : std::ios::trunc);
   RT_CHECK(out.good(), "train: cannot write ", what, " to ", path);
   return out;
 }
 
-// mpirun hands its ranks a pseudo-terminal even when the job's output goes to a file, and Slurm
-// jobs write logs: both get plain progress lines.
-bool launched_by_mpi_or_slurm() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_JOB_ID"})
-    if (std::getenv(v)) return true;
-  return false;
+// Note: a line rewritten in place only when one process writes to a terminal. mpirun hands its
+// ranks a pseudo-terminal even when the job's output goes to a file, so several ranks get plain
+// lines; environment variables cannot decide it (a singleton MPI_Init sets PMIX_* too).
+bool rewrite_in_place(bool root, int world_size) {
+  return root && world_size == 1 && isatty(STDOUT_FILENO) == 1;
+}
+
+// "2026-12-03T16:40:05Z"
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
 }
 
 nlohmann::json percent_or_null(double v) {
   return v < 0 ? nlohmann::json() : nlohmann::json(v);
+}
+
+// Each GPU's use: utilisation in percent, memory in MiB (null where not measured).
+nlohmann::json gpus_json(const std::vector<GpuUse>& uses) {
+  const auto mib = [](double bytes) { return percent_or_null(bytes < 0 ? -1 : bytes / 1048576); };
+  nlohmann::json all = nlohmann::json::array();
+  for (const GpuUse& u : uses)
+    all.push_back({{"device", u.device},
+                   {"util_mean", percent_or_null(u.util_mean)},
+                   {"util_min", percent_or_null(u.util_min)},
+                   {"memory_used_max_mib", mib(u.memory_used_max)},
+                   {"memory_total_mib", mib(u.memory_total)}});
+  return all;
+}
+
+// Each GPU over the whole run.
+std::vector<GpuUse> run_gpus(const std::vector<EpochMetrics>& epochs) {
+  std::vector<GpuUse> run;
+  for (const EpochMetrics& m : epochs) {
+    run.resize(std::max(run.size(), m.gpus.size()));
+    for (size_t d = 0; d < m.gpus.size(); ++d) {
+      run[d].device = m.gpus[d].device;
+      merge_use(run[d], m.gpus[d]);
+    }
+  }
+  return run;
+}
+
+// " (per GPU: 0000:01:00.0 91%, 0000:41:00.0 88%)" when more than one GPU was measured.
+std::string per_gpu_text(const std::vector<GpuUse>& uses) {
+  if (uses.size() < 2) return "";
+  std::string text;
+  for (const GpuUse& u : uses)
+    text += fmt::format("{}{} {}", text.empty() ? " (per GPU: " : ", ", u.device,
+                        u.util_mean < 0 ? "n/a" : fmt::format("{:.0f}%", u.util_mean));
+  return text + ")";
 }
 
 double seconds_between(std::chrono::steady_clock::time_point a,
@@ -51,17 +96,31 @@ double achieved_tflops(const TrainResult& r) {
   return r.images_per_s * 6.0 * static_cast<double>(r.macs_per_image) * 1e-12;
 }
 
-RunReport::RunReport(const TrainConfig& config, bool root, int64_t total_steps, int64_t epochs,
-                     int64_t global_batch)
+RunReport::RunReport(const TrainConfig& config, bool root, int world_size, int64_t total_steps,
+                     int64_t epochs, int64_t global_batch)
     : config_(config),
       root_(root),
-      terminal_(root && isatty(STDOUT_FILENO) && !launched_by_mpi_or_slurm()),
+      terminal_(rewrite_in_place(root, world_size)),
       total_steps_(total_steps),
       epochs_(epochs),
       global_batch_(global_batch),
       start_(Clock::now()),
-      last_line_(start_),
-      metrics_(root ? open_for_writing(config.metrics_path, "metrics") : std::ofstream()) {}
+      last_line_(start_) {}
+
+void RunReport::begin(int64_t start_step, const std::string& resumed_from) {
+  start_step_ = start_step;
+  start_ = last_line_ = Clock::now();
+  if (!root_ || config_.metrics_path.empty()) return;
+  const bool resumed = !resumed_from.empty();
+  metrics_ = open_for_writing(config_.metrics_path, "metrics", resumed);
+  if (!resumed) return;
+  const nlohmann::json marker = {{"segment", "resumed"},
+                                 {"step", start_step},
+                                 {"checkpoint", resumed_from},
+                                 {"time", utc_now()}};
+  metrics_ << marker.dump() << "\n";
+  metrics_.flush();
+}
 
 void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
   if (!root_) return;
@@ -71,11 +130,12 @@ void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
   if (seconds_between(last_line_, now) < interval && !last) return;
   last_line_ = now;
   const double elapsed = seconds_between(start_, now);
+  const double done = static_cast<double>(step + 1 - start_step_);  // by this process
   const std::string line =
       str_cat("epoch ", epoch + 1, "/", epochs_, " step ", step + 1, "/", total_steps_, " loss ",
               fmt::format("{:.4f}", loss), " lr ", fmt::format("{:.4g}", lr), " ",
-              fmt::format("{:.1f}", (step + 1) * double(global_batch_) / elapsed), " img/s ETA ",
-              format_duration(elapsed / (step + 1) * (total_steps_ - step - 1)));
+              fmt::format("{:.1f}", done * double(global_batch_) / elapsed), " img/s ETA ",
+              format_duration(elapsed / done * double(total_steps_ - step - 1)));
   if (terminal_) {
     std::printf("\r%-100s%s", line.c_str(), last ? "\n" : "");
     std::fflush(stdout);
@@ -106,7 +166,8 @@ void RunReport::epoch_done(const EpochMetrics& m) {
                             {"images_per_s", m.images_per_s},
                             {"phase_shares", phases_json(m.phase_shares)},
                             {"gpu_util_mean", percent_or_null(m.gpu_util_mean)},
-                            {"gpu_util_min", percent_or_null(m.gpu_util_min)}};
+                            {"gpu_util_min", percent_or_null(m.gpu_util_min)},
+                            {"gpus", gpus_json(m.gpus)}};
   metrics_ << j.dump() << "\n";
   metrics_.flush();
 }
@@ -116,24 +177,18 @@ void RunReport::run_done(const TrainResult& r) {
   const PhaseTimes shares = phase_shares(r.phase_totals);
   const double tflops = achieved_tflops(r);
   const double mfu = r.peak_tflops > 0 ? tflops / r.peak_tflops : -1;
-  double gpu_sum = 0, gpu_min = -1;
-  int gpu_epochs = 0;
-  for (const EpochMetrics& m : r.epochs) {
-    if (m.gpu_util_mean < 0) continue;
-    gpu_sum += m.gpu_util_mean;
-    gpu_min = gpu_min < 0 ? m.gpu_util_min : std::min(gpu_min, m.gpu_util_min);
-    ++gpu_epochs;
-  }
-  const double gpu_mean = gpu_epochs > 0 ? gpu_sum / gpu_epochs : -1;
+  const std::vector<GpuUse> gpus = run_gpus(r.epochs);
+  const GpuUse all = all_devices(gpus);
   if (config_.profile != ProfileMode::off)
     spdlog::info("where the time went (mean over ranks, {} steps):\n{}", r.steps,
-                 format_phase_table(r.phase_totals, r.steps));
+                 format_phase_table(r.phase_totals, r.steps_run));
   spdlog::info(
-      "summary: {} steps in {}, {:.1f} img/s, {:.3f} TFLOP/s achieved{}, GPU utilisation {}, "
+      "summary: {} steps in {}, {:.1f} img/s, {:.3f} TFLOP/s achieved{}, GPU utilisation {}{}, "
       "bottleneck: {}, final test accuracy {}",
       r.steps, format_duration(r.train_time_s), r.images_per_s, tflops,
       mfu >= 0 ? fmt::format(" (MFU {:.1f}%)", 100 * mfu) : "",
-      gpu_mean >= 0 ? fmt::format("{:.1f}%", gpu_mean) : "not measured",
+      all.util_mean >= 0 ? fmt::format("{:.1f}%", all.util_mean) : "not measured",
+      per_gpu_text(gpus),
       config_.profile == ProfileMode::off ? "unknown (--profile off)" : main_bottleneck(shares),
       !config_.evaluate ? std::string("not evaluated")
                         : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
@@ -147,6 +202,7 @@ void RunReport::run_done(const TrainResult& r) {
       {"ranks", r.ranks},
       {"workers", config_.workers},
       {"steps", r.steps},
+      {"steps_run", r.steps_run},
       {"global_batch", global_batch_},
       {"train_time_s", r.train_time_s},
       {"epoch_time_s", epoch_time / std::max<size_t>(1, r.epochs.size())},
@@ -157,8 +213,9 @@ void RunReport::run_done(const TrainResult& r) {
       {"phase_totals_s", phases_json(r.phase_totals)},
       {"phase_shares", phases_json(shares)},
       {"busy_share", busy_share(shares)},
-      {"gpu_util_mean", percent_or_null(gpu_mean)},
-      {"gpu_util_min", percent_or_null(gpu_min)},
+      {"gpu_util_mean", percent_or_null(all.util_mean)},
+      {"gpu_util_min", percent_or_null(all.util_min)},
+      {"gpus", gpus_json(gpus)},
       {"bottleneck", main_bottleneck(shares)},
       {"test_accuracy", r.epochs.back().test_accuracy}};
   std::ofstream out = open_for_writing(config_.summary_path, "the run summary");

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -75,6 +76,7 @@ TrainSession::TrainSession(const TrainConfig& requested)
   if (world.is_root())  // before any training: an unwritable folder would fail the first save
     for (const std::string& path : prepare_checkpoint_dir(config.checkpoint_dir))
       spdlog::info("removed {}, left by an interrupted checkpoint", path);
+  use_cpu_share(config, world);
   delay_startup(config);
   data = load_data(config, comm);
   model_config = config.model;
@@ -85,7 +87,8 @@ TrainSession::TrainSession(const TrainConfig& requested)
   build_loaders();
   build_length();
   log_start();
-  report.emplace(config, world.is_root(), length.total_steps, length.epochs, length.global_batch);
+  report.emplace(config, world.is_root(), world.size(), length.total_steps, length.epochs,
+                 length.global_batch);
   checkpoints.emplace(config, comm, run_identity(config, model_config, data, world, train_source));
 }
 
@@ -131,17 +134,28 @@ void TrainSession::build_loaders() {
   const LoaderConfig test_config = loader_config(config, false);
   const ImageFormat format = loader_format(config, backend());
   test_writer.emplace(data.test, train_source.norm, test_config.pad, format.dtype, format.layout);
-  test_loader.emplace(
-      data.test, *test_writer,
-      DistributedSampler(data.test.count, world.size(), world.rank(), false, ShardTail::uneven, 0),
-      test_config, backend());
+  test_loader.emplace(data.test, *test_writer,
+                      evaluation_sampler(data.test.count, world.size(), world.rank()), test_config,
+                      backend());
   profiler.emplace(backend(), config.profile);
   train_batches.emplace(*train_source.batches, backend(), &*profiler, train_source.augment);
   test_batches.emplace(*test_loader, backend(), nullptr, train_source.augment);
   const bool cuda = config.device == DeviceKind::cuda;
-  gpu_monitor.emplace(cuda ? device_bus_id(backend().device_id().index) : "");
+  gpu_monitor.emplace(cuda ? gpus_in_use() : std::vector<std::string>{});
   if (cuda && !gpu_monitor->available())
     spdlog::info("GPU utilisation not measured: {}", gpu_monitor->why_unavailable());
+}
+
+std::vector<std::string> TrainSession::gpus_in_use() {
+  std::vector<int> devices;
+  for (int r = 0; r < (dp ? dp->devices() : 1); ++r) {
+    const int index = (dp ? dp->backend(r) : backend()).device_id().index;
+    if (std::find(devices.begin(), devices.end(), index) == devices.end())
+      devices.push_back(index);  // --dp-share-device: every replica on one
+  }
+  std::vector<std::string> bus_ids;
+  for (int index : devices) bus_ids.push_back(device_bus_id(index));
+  return bus_ids;
 }
 
 void TrainSession::build_length() {
