@@ -83,7 +83,7 @@ CLI::Validator workers_or_auto() {
 // out is how to ask for that).
 const CLI::Validator kFilePath(
     [](std::string& value) -> std::string {
-      return value.empty() ? "an empty path: give an HDF5 file" : "";
+      return value.empty() ? "an empty path: name a file" : "";
     },
     "FILE");
 

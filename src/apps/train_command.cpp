@@ -154,6 +154,10 @@ void add_output_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
               "auto (the newest complete checkpoint of --checkpoint-dir) or a checkpoint file");
   add_switch(cmd, "--resume-force", c.resume_force,
              "resume from a checkpoint of another model, data file or world size");
+  add_setting(cmd, "--init-from", c.init_from,
+              "start from the weights of a safetensors file (ringtrain export) or a checkpoint, "
+              "not its optimizer state or position (that is --resume)")
+      ->check(kFilePath);
   add_choice(cmd, "--profile", c.profile,
              "phase timing: off, summary (table and shares) or trace (also a Chrome trace)");
   add_setting(cmd, "--trace-dir", c.trace_dir, "--profile trace: where trace_rank<R>.json goes")

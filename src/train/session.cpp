@@ -14,6 +14,7 @@
 #include "ringtrain/data/provenance.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
+#include "ringtrain/train/model_export.hpp"
 #include "ringtrain/train/probes.hpp"
 #include "ringtrain/train/resume_position.hpp"
 
@@ -105,6 +106,9 @@ void TrainSession::build_model() {
     own_backend = make_backend(config, world);
     own_model = std::make_unique<ResNet>(model_config, *own_backend, DType::f32, config.seed);
   }
+  // Note: every rank reads the same file (as --resume does) and resume() then broadcasts rank
+  // 0's state; DataParallel copies replica 0's weights to the others before every step.
+  if (!config.init_from.empty()) init_from(config.init_from, backend(), model().parameters());
   sgd.emplace(
       model().parameters(), backend(),
       SgdConfig{config.momentum, config.weight_decay, config.nesterov, config.decay_norm_and_bias});

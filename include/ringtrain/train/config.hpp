@@ -102,6 +102,7 @@ struct TrainConfig {
   ResumeFrom resume = ResumeFrom::none;
   std::string resume_file;                     // resume == file: the checkpoint
   bool resume_force = false;                   // resume from another model, data file or world size
+  std::string init_from;                       // the weights a new run starts from; "": fresh
   ProfileMode profile = ProfileMode::summary;  // trace: also a Chrome trace
   std::string trace_dir = "runs/trace";        // --profile trace: trace_rank<R>.json here
   std::string summary_path;                    // the run summary JSON; empty: none
