@@ -6,6 +6,7 @@
 #include <dnnl.h>
 #include <omp.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,7 +28,11 @@ double gflops(int m, int n, int k, F&& gemm) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{
+      "oneDNN sgemm against OpenBLAS on the GEMM shapes of ResNet's convolutions, one thread "
+      "each: time per call and their ratio"};
+  CLI11_PARSE(app, argc, argv);
   omp_set_num_threads(1);
   openblas_set_num_threads(1);
   struct Shape {

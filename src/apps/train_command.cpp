@@ -44,6 +44,10 @@ void add_optimizer_flags(CLI::App& cmd, TrainConfig& c) {
   add_setting(cmd, "--batch-size", c.batch_size, "images per step and process")
       ->check(whole(1, limits::kMaxBatch))
       ->capture_default_str();
+  add_setting(cmd, "--eval-batch-size", c.eval_batch_size,
+              "images per evaluation batch and process (0: the training --batch-size)")
+      ->check(whole(0, limits::kMaxBatch))
+      ->capture_default_str();
   add_setting(cmd, "--lr", c.lr, "peak learning rate")
       ->check(positive(limits::kMaxLr))
       ->capture_default_str();

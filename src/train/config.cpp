@@ -22,7 +22,7 @@ void check_numbers(const TrainConfig& c) {
   check_range("--width", c.model.width, kMinWidth, kMaxWidth);
   check_range("--batch-size", c.batch_size, 1, kMaxBatch);
   check_range("--global-batch-size", c.global_batch_size, 0, kMaxGlobalBatch);
-  check_range("eval batch size", c.eval_batch_size, 1, kMaxBatch);
+  check_range("--eval-batch-size", c.eval_batch_size, 0, kMaxBatch);
   check_range("--epochs", c.epochs, int64_t{1}, kMaxEpochs);
   check_range("--steps", c.steps, int64_t{0}, kMaxSteps);
   check_range("--warmup-steps", c.warmup_steps, int64_t{0}, kMaxSteps);

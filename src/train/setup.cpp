@@ -80,7 +80,7 @@ Dataset load_data(const TrainConfig& c, Communicator& comm) {
 
 LoaderConfig loader_config(const TrainConfig& c, bool training) {
   LoaderConfig l;
-  l.batch_size = training ? c.batch_size : c.eval_batch_size;
+  l.batch_size = training || c.eval_batch_size == 0 ? c.batch_size : c.eval_batch_size;
   l.workers = c.workers;
   l.prefetch_factor = c.prefetch_factor;
   l.persistent_workers = c.persistent_workers;

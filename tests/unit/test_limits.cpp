@@ -11,6 +11,7 @@
 #include "ringtrain/core/tensor.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/train/config.hpp"
+#include "ringtrain/train/setup.hpp"
 
 namespace ringtrain {
 namespace {
@@ -59,6 +60,17 @@ TEST(TrainConfigLimits, EveryNumberOutsideItsRangeIsAConfigError) {
   refused([](TrainConfig& c) { c.workers = limits::kMaxWorkers + 1; });
   refused([](TrainConfig& c) { c.comm_timeout_s = std::numeric_limits<double>::infinity(); });
   refused([](TrainConfig& c) { c.threads = limits::kMaxThreads + 1; });
+}
+
+TEST(EvalBatchSize, DefaultsToTheTrainingBatchAndIsChecked) {
+  TrainConfig c;
+  c.batch_size = 48;
+  EXPECT_EQ(loader_config(c, false).batch_size, 48);
+  c.eval_batch_size = 500;
+  EXPECT_EQ(loader_config(c, false).batch_size, 500);
+  EXPECT_EQ(loader_config(c, true).batch_size, 48);
+  c.eval_batch_size = -1;
+  EXPECT_THROW(c.validate(), ConfigError);
 }
 
 TEST(SynthLimits, ADatasetLargerThanMemoryIsRefusedBeforeAllocating) {

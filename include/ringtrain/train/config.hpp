@@ -75,7 +75,7 @@ struct TrainConfig {
   double debug_loader_delay_ms = 0;   // tests only: a slow loader (per batch)
   double debug_comm_delay_ms = 0;     // tests only: a slow all-reduce (per wait)
   bool debug_eval_nan = false;        // tests only: the evaluation's loss comes out NaN
-  int eval_batch_size = 256;
+  int eval_batch_size = 0;  // images per evaluation batch; 0: batch_size
   bool evaluate = true;  // on the test split after every epoch
   double lr = 0.1;
   float momentum = 0.9f;
