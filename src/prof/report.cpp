@@ -65,12 +65,15 @@ double peak_tflops(const std::string& device_name) {
 }
 
 void write_chrome_trace(const std::string& path, const std::vector<PhaseEvent>& events, int rank,
-                        const std::string& device_label, bool host_row) {
+                        const std::string& process_label, const std::string& device_label,
+                        bool host_row, const TraceClock& clock) {
   nlohmann::json trace = nlohmann::json::array();
-  trace.push_back({{"name", "process_name"},
+  trace.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"args", {{"name", process_label}}}});
+  trace.push_back({{"name", "process_sort_index"},
                    {"ph", "M"},
                    {"pid", rank},
-                   {"args", {{"name", str_cat("rank ", rank)}}}});
+                   {"args", {{"sort_index", rank}}}});
   const int rows = host_row ? 2 : 1;
   for (int row = 0; row < rows; ++row)
     trace.push_back({{"name", "thread_name"},
@@ -85,14 +88,17 @@ void write_chrome_trace(const std::string& path, const std::vector<PhaseEvent>& 
                        {"ph", "X"},
                        {"pid", rank},
                        {"tid", row},
-                       {"ts", (row == 0 ? e.start_s : e.host_start_s) * 1e6},
+                       {"ts", (clock.offset_s + (row == 0 ? e.start_s : e.host_start_s)) * 1e6},
                        {"dur", (row == 0 ? e.duration_s : e.host_duration_s) * 1e6},
                        {"args", {{"step", e.step}}}});
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
   std::ofstream out(path);
   RT_CHECK(out.good(), "trace: cannot write ", path);
-  out << nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+  const nlohmann::json other = {{"zero_unix_s", clock.zero_unix_s}, {"rank", rank}};
+  out << nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}, {"otherData", other}}
+             .dump()
+      << "\n";
   RT_CHECK(out.good(), "trace: writing ", path, " failed");
 }
 

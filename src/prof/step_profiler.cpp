@@ -23,7 +23,12 @@ const NameTable<ProfileMode>& names_of<ProfileMode>() {
 }
 
 StepProfiler::StepProfiler(Device& device, ProfileMode mode)
-    : device_(device), mode_(mode), origin_(std::chrono::steady_clock::now()) {}
+    : device_(device),
+      mode_(mode),
+      origin_(std::chrono::steady_clock::now()),
+      origin_unix_s_(
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count()) {}
 
 double StepProfiler::host_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count();

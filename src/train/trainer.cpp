@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ringtrain/core/clock.hpp"
+#include "ringtrain/core/host.hpp"
 #include "ringtrain/prof/report.hpp"
 #include "ringtrain/train/session.hpp"
 #include "ringtrain/train/step.hpp"
@@ -106,6 +107,19 @@ bool run_epoch(TrainSession& s, int64_t epoch, RunPosition& at, TrainResult& res
   return true;
 }
 
+// This rank's Chrome trace, on the job's clock: rank 0's profiler start is time 0 (collective).
+void write_trace(TrainSession& s) {
+  TraceClock clock;
+  clock.zero_unix_s = s.world.is_root() ? s.profiler->origin_unix_s() : 0;
+  s.comm.all_reduce_host(&clock.zero_unix_s, 1, ReduceOp::sum);  // rank 0's, on every rank
+  clock.offset_s = s.profiler->origin_unix_s() - clock.zero_unix_s;
+  const std::string device = describe_backend(s.backend());
+  write_chrome_trace(str_cat(s.config.trace_dir, "/trace_rank", s.world.rank(), ".json"),
+                     s.profiler->events(), s.world.rank(),
+                     str_cat("rank ", s.world.rank(), " on ", host_name(), " (", device, ")"),
+                     device, s.backend().device_id().kind != DeviceKind::cpu, clock);
+}
+
 // The run's totals, its report, and its trace.
 void finish_run(TrainSession& s, TrainResult& result) {
   for (const auto& m : result.epochs) result.train_time_s += m.epoch_time_s;
@@ -118,10 +132,7 @@ void finish_run(TrainSession& s, TrainResult& result) {
   result.peak_tflops =
       s.config.peak_tflops > 0 ? s.config.peak_tflops : peak_tflops(s.backend().name());
   s.report->run_done(result);
-  if (s.profiler->mode() == ProfileMode::trace)
-    write_chrome_trace(str_cat(s.config.trace_dir, "/trace_rank", s.world.rank(), ".json"),
-                       s.profiler->events(), s.world.rank(), describe_backend(s.backend()),
-                       s.backend().device_id().kind != DeviceKind::cpu);
+  if (s.profiler->mode() == ProfileMode::trace) write_trace(s);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ fi
 grep -q "where the time went" "$dir/log" || { echo "FAIL no phase table"; cat "$dir/log"; exit 1; }
 
 python3 - "$dir" <<'PY'
-import json, sys
+import json, sys, time
 d = sys.argv[1]
 phases = {"data", "copy", "forward", "backward", "comm_wait", "optimizer", "other"}
 failures = 0
@@ -29,12 +29,21 @@ def check(ok, what):
     global failures
     print(("ok   " if ok else "FAIL ") + what)
     failures += not ok
+zeros = []
 for rank in (0, 1):
-    events = json.load(open(f"{d}/trace/trace_rank{rank}.json"))["traceEvents"]
+    trace = json.load(open(f"{d}/trace/trace_rank{rank}.json"))
+    events = trace["traceEvents"]
+    zeros.append(trace["otherData"]["zero_unix_s"])
+    name = [e for e in events if e["name"] == "process_name"][0]["args"]["name"]
+    check(name.startswith(f"rank {rank} on "), f"trace of rank {rank}: named {name!r}")
+    first = min(e["ts"] for e in events if e["ph"] == "X") / 1e6
+    check(abs(zeros[0] + first - time.time()) < 600,
+          f"trace of rank {rank}: on the job's wall clock (first phase {first:+.3f} s after rank 0's start)")
     spans = [e for e in events if e["ph"] == "X"]
     check(all(e["pid"] == rank for e in events), f"trace of rank {rank}: every event on its row")
     check({e["name"] for e in spans} == phases, f"trace of rank {rank}: every phase present")
     check(all(e["dur"] >= 0 for e in spans), f"trace of rank {rank}: durations non-negative")
+check(zeros[0] == zeros[1], "traces of both ranks share one zero")
 fields = {"epoch", "step", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "lr",
           "epoch_time_s", "images_per_s", "phase_shares", "gpu_util_mean", "gpu_util_min", "gpus"}
 lines = [json.loads(l) for l in open(f"{d}/metrics.jsonl")]

@@ -111,7 +111,9 @@ TEST(Report, ChromeTraceIsValidJsonWithOneEventPerPhase) {
                                           {Phase::forward, 0, 0.001, 0.002, 0.501, 0.002}};
   const std::string path =
       (std::filesystem::temp_directory_path() / "ringtrain_test_trace" / "t.json").string();
-  write_chrome_trace(path, events, 3, "cpu", false);
+  // Rank 3 started its profiler 2 s after rank 0: its events sit 2 s later on the job's clock.
+  const TraceClock clock{1.7e9, 2.0};
+  write_chrome_trace(path, events, 3, "rank 3 on node7 (cpu)", "cpu", false, clock);
   std::ifstream in(path);
   const nlohmann::json j = nlohmann::json::parse(in);
   int phases = 0;
@@ -123,10 +125,12 @@ TEST(Report, ChromeTraceIsValidJsonWithOneEventPerPhase) {
   }
   EXPECT_EQ(phases, 2);
   EXPECT_EQ(j.at("traceEvents").back().at("name"), "forward");
-  EXPECT_DOUBLE_EQ(j.at("traceEvents").back().at("ts").get<double>(), 1000.0);
+  EXPECT_DOUBLE_EQ(j.at("traceEvents").back().at("ts").get<double>(), 2e6 + 1000.0);
+  EXPECT_EQ(j.at("traceEvents").front().at("args").at("name"), "rank 3 on node7 (cpu)");
+  EXPECT_DOUBLE_EQ(j.at("otherData").at("zero_unix_s").get<double>(), 1.7e9);
 
   // With the host row: every phase twice, the second copy on row 1 at the host's times.
-  write_chrome_trace(path, events, 3, "cuda:0", true);
+  write_chrome_trace(path, events, 3, "rank 3", "cuda:0", true, TraceClock{});
   std::ifstream again(path);
   const nlohmann::json both = nlohmann::json::parse(again);
   int host = 0;

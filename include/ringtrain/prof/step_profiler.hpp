@@ -54,11 +54,14 @@ class StepProfiler {
   // Marks the last step took: the profiler's whole per-step cost on the device.
   int marks_last_step() const { return marks_last_step_; }
   const std::vector<PhaseEvent>& events() const { return events_; }  // trace mode only
+  // When the profiler started, on the wall clock (CLOCK_REALTIME seconds): its events' time 0.
+  double origin_unix_s() const { return origin_unix_s_; }
 
  private:
   Device& device_;
   ProfileMode mode_;
   std::chrono::steady_clock::time_point origin_;
+  double origin_unix_s_;
   double host_seconds() const;
 
   struct Boundary {
