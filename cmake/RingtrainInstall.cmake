@@ -32,6 +32,12 @@ install(TARGETS ringtrain_core EXPORT ringtrainTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT ringtrainTargets NAMESPACE ringtrain:: DESTINATION ${RINGTRAIN_CMAKE_DIR})
+if(RINGTRAIN_WITH_CUDA)
+  # ringtrainConfig.cmake looks for cuDNN and NCCL where this build found them, first.
+  get_filename_component(RINGTRAIN_CUDNN_ROOT ${CUDNN_INCLUDE_DIR} DIRECTORY)
+  get_filename_component(RINGTRAIN_NCCL_ROOT ${NCCL_INCLUDE_DIR} DIRECTORY)
+  install(FILES cmake/FindCUDNN.cmake cmake/FindNCCL.cmake DESTINATION ${RINGTRAIN_CMAKE_DIR})
+endif()
 configure_package_config_file(cmake/ringtrainConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/ringtrainConfig.cmake
                               INSTALL_DESTINATION ${RINGTRAIN_CMAKE_DIR})
@@ -40,6 +46,3 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/ringtrainConfigVersion.cm
 install(FILES ${PROJECT_BINARY_DIR}/ringtrainConfig.cmake
               ${PROJECT_BINARY_DIR}/ringtrainConfigVersion.cmake
         DESTINATION ${RINGTRAIN_CMAKE_DIR})
-if(RINGTRAIN_WITH_CUDA)
-  install(FILES cmake/FindCUDNN.cmake cmake/FindNCCL.cmake DESTINATION ${RINGTRAIN_CMAKE_DIR})
-endif()
