@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/hdf5_attributes.hpp"
 #include "ringtrain/core/hdf5_file.hpp"
 
 namespace ringtrain {
@@ -233,61 +234,11 @@ Split read_split(hid_t file, const std::string& path, const std::string& name, b
   return s;
 }
 
-// A C string memory type of the file type's character set (and size and padding, when fixed).
-Handle string_memory_type(hid_t file_type, bool variable, const std::string& what) {
-  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  const H5T_cset_t cset = H5Tget_cset(file_type);
-  RT_CHECK(type.ok() && cset != H5T_CSET_ERROR && H5Tset_cset(type.get(), cset) >= 0, what,
-           "cannot make the memory string type (H5Tcopy, H5Tget_cset, H5Tset_cset)");
-  if (variable) {
-    RT_CHECK(H5Tset_size(type.get(), H5T_VARIABLE) >= 0, what, "H5Tset_size failed");
-    return type;
-  }
-  const H5T_str_t pad = H5Tget_strpad(file_type);
-  RT_CHECK(pad != H5T_STR_ERROR && H5Tset_size(type.get(), H5Tget_size(file_type)) >= 0 &&
-               H5Tset_strpad(type.get(), pad) >= 0,
-           what, "cannot make the memory string type (H5Tget_strpad, H5Tset_size, H5Tset_strpad)");
-  return type;
-}
-
-std::vector<std::string> read_variable_strings(hid_t attr, hid_t file_type, hid_t space,
-                                               size_t count, const std::string& what) {
-  Handle type = string_memory_type(file_type, true, what);
-  std::vector<char*> raw(count, nullptr);
-  RT_CHECK(H5Aread(attr, type.get(), raw.data()) >= 0, what, "read failed (H5Aread)");
-  std::vector<std::string> names;
-  for (const char* name : raw) names.emplace_back(name ? name : "");
-  RT_CHECK(H5Dvlen_reclaim(type.get(), space, H5P_DEFAULT, raw.data()) >= 0, what,
-           "H5Dvlen_reclaim failed");
-  return names;
-}
-
-// Fixed-length strings lose their padding: what follows the first NUL, and trailing spaces of
-// space-padded ones.
-std::vector<std::string> read_fixed_strings(hid_t attr, hid_t file_type, size_t count,
-                                            const std::string& what) {
-  Handle type = string_memory_type(file_type, false, what);
-  const size_t size = H5Tget_size(type.get());
-  RT_CHECK(size > 0, what, "H5Tget_size failed");
-  std::vector<char> raw(count * size);
-  RT_CHECK(H5Aread(attr, type.get(), raw.data()) >= 0, what, "read failed (H5Aread)");
-  std::vector<std::string> names;
-  for (size_t i = 0; i < count; ++i) {
-    std::string name(raw.data() + i * size, size);
-    name.resize(std::min(name.find('\0'), name.size()));
-    if (H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD) name.erase(name.find_last_not_of(' ') + 1);
-    names.push_back(std::move(name));
-  }
-  return names;
-}
-
 // The file attribute `classes`, one name per class, in any HDF5 string type: variable or fixed
 // length, ASCII or UTF-8 (h5py writes variable-length UTF-8). Empty when absent.
 std::vector<std::string> read_class_names(hid_t file, const std::string& path) {
   const std::string what = str_cat("data: ", path, ": attribute classes: ");
-  const htri_t exists = H5Aexists(file, "classes");
-  RT_CHECK(exists >= 0, what, "H5Aexists failed");
-  if (exists == 0) return {};
+  if (!has_attribute(file, "classes", what)) return {};
   Handle attr(H5Aopen(file, "classes", H5P_DEFAULT), H5Aclose);
   RT_CHECK(attr.ok(), what, "cannot be opened (H5Aopen)");
   Handle type(H5Aget_type(attr.get()), H5Tclose), space(H5Aget_space(attr.get()), H5Sclose);
@@ -298,11 +249,8 @@ std::vector<std::string> read_class_names(hid_t file, const std::string& path) {
            ", expected strings [classes] (one name per class)");
   RT_CHECK(dims[0] > 0 && dims[0] <= static_cast<hsize_t>(kMaxClasses), what, "holds ", dims[0],
            " names, expected 1 to ", kMaxClasses);
-  const htri_t variable = H5Tis_variable_str(type.get());
-  RT_CHECK(variable >= 0, what, "H5Tis_variable_str failed");
-  const size_t count = static_cast<size_t>(dims[0]);
-  return variable ? read_variable_strings(attr.get(), type.get(), space.get(), count, what)
-                  : read_fixed_strings(attr.get(), type.get(), count, what);
+  return read_string_values(attr.get(), type.get(), space.get(), static_cast<size_t>(dims[0]),
+                            what);
 }
 
 // class0 .. classK for K the largest train label, for a file without `classes`.
@@ -365,47 +313,6 @@ void write_split(hid_t file, const std::string& name, const Split& s, int gzip_l
   RT_CHECK(labels.ok() && H5Dwrite(labels.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                    s.labels.data()) >= 0,
            what, "labels: H5Dcreate2 or H5Dwrite failed");
-}
-
-void write_class_names(hid_t file, const std::vector<std::string>& names) {
-  const hsize_t n = names.size();
-  Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  RT_CHECK(space.ok() && type.ok() && H5Tset_size(type.get(), H5T_VARIABLE) >= 0 &&
-               H5Tset_cset(type.get(), H5T_CSET_UTF8) >= 0,
-           "data: cannot write the classes attribute: H5Screate_simple, H5Tcopy, H5Tset_size or "
-           "H5Tset_cset failed");
-  Handle attr(H5Acreate2(file, "classes", type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-              H5Aclose);
-  std::vector<const char*> raw;
-  for (const auto& s : names) raw.push_back(s.c_str());
-  RT_CHECK(attr.ok() && H5Awrite(attr.get(), type.get(), raw.data()) >= 0,
-           "data: cannot write the classes attribute");
-}
-
-// Note: scalar text, as h5py writes a str attribute (variable-length UTF-8).
-void write_text_attribute(hid_t file, const std::string& name, const std::string& value) {
-  const std::string what = str_cat("data: cannot write the ", name, " attribute");
-  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  RT_CHECK(space.ok() && type.ok() && H5Tset_size(type.get(), H5T_VARIABLE) >= 0 &&
-               H5Tset_cset(type.get(), H5T_CSET_UTF8) >= 0,
-           what, ": H5Screate, H5Tcopy, H5Tset_size or H5Tset_cset failed");
-  Handle attr(H5Acreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-              H5Aclose);
-  const char* raw = value.c_str();
-  RT_CHECK(attr.ok() && H5Awrite(attr.get(), type.get(), &raw) >= 0, what);
-}
-
-void write_number_attribute(hid_t file, const std::string& name,
-                            const std::vector<double>& values) {
-  const std::string what = str_cat("data: cannot write the ", name, " attribute");
-  const hsize_t n = values.size();
-  Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  RT_CHECK(space.ok(), what, ": H5Screate_simple failed");
-  Handle attr(H5Acreate2(file, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-              H5Aclose);
-  RT_CHECK(attr.ok() && H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, values.data()) >= 0, what);
 }
 
 // What a path that is not a regular file is, for the error.
@@ -495,10 +402,14 @@ void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_l
   write_hdf5_atomically(path, [&](hid_t file) {
     write_split(file, "train", data.train, gzip_level);
     write_split(file, "test", data.test, gzip_level);
-    write_class_names(file, data.class_names);
+    const auto what = [&](const std::string& name) {
+      return str_cat("data: ", path, ": cannot write attribute ", name, ": ");
+    };
+    write_texts_attribute(file, "classes", data.class_names, what("classes"));
     for (const auto& [name, values] : attributes.numbers)
-      write_number_attribute(file, name, values);
-    for (const auto& [name, value] : attributes.texts) write_text_attribute(file, name, value);
+      write_numbers_attribute(file, name, values, what(name));
+    for (const auto& [name, value] : attributes.texts)
+      write_text_attribute(file, name, value, what(name));
   });
 }
 

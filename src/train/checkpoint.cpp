@@ -9,7 +9,10 @@
 #include <filesystem>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "ringtrain/core/hash.hpp"
+#include "ringtrain/core/hdf5_attributes.hpp"
 #include "ringtrain/core/hdf5_file.hpp"
 
 namespace ringtrain {
@@ -18,8 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 using Handle = Hdf5Handle;
 
-// Checkpoints written before checksums had no `format` attribute.
-constexpr int64_t kFormat = 2;
+// Checkpoints written before checksums had no `format` attribute; format 3 added the model,
+// image size, class names and normalisation as structured attributes.
+constexpr int64_t kFormat = 3;
 const char* const kGroups[] = {"params", "momentum", "buffers"};
 
 // The checkpoint's groups and, for each, what its tensors are called in errors and the tensor
@@ -61,11 +65,7 @@ void write_number(hid_t object, const char* name, double value) {
 }
 
 void write_text(hid_t object, const char* name, const std::string& value) {
-  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  hdf5_check(type.get(), str_cat("checkpoint: attribute ", name, ": H5Tcopy"));
-  hdf5_check(H5Tset_size(type.get(), std::max<size_t>(1, value.size())),
-             str_cat("checkpoint: attribute ", name, ": H5Tset_size"));
-  write_attr(object, name, type.get(), value.c_str());
+  write_text_attribute(object, name, value, str_cat("checkpoint: attribute ", name, ": "));
 }
 
 template <class T>
@@ -81,15 +81,39 @@ int64_t read_int(hid_t file, const std::string& path, const char* name) {
   return read_number<int64_t>(file, path, name, H5T_NATIVE_INT64);
 }
 
+std::vector<std::string> read_texts(hid_t file, const std::string& path, const char* name) {
+  return read_texts_attribute(file, name,
+                              str_cat("checkpoint: ", path, ": attribute ", name, ": "));
+}
+
 std::string read_text(hid_t file, const std::string& path, const char* name) {
-  Handle attr(H5Aopen(file, name, H5P_DEFAULT), H5Aclose);
-  RT_CHECK(attr.ok(), "checkpoint: ", path, ": attribute ", name, " missing");
-  Handle type(H5Aget_type(attr.get()), H5Tclose);
-  hdf5_check(type.get(), str_cat("checkpoint: ", path, ": attribute ", name, ": H5Aget_type"));
-  std::string value(H5Tget_size(type.get()), '\0');
-  RT_CHECK(H5Aread(attr.get(), type.get(), value.data()) >= 0, "checkpoint: ", path, ": attribute ",
-           name, " unreadable");
-  return value.substr(0, value.find('\0'));
+  const std::vector<std::string> texts = read_texts(file, path, name);
+  RT_CHECK(texts.size() == 1, "checkpoint: ", path, ": attribute ", name, " holds ", texts.size(),
+           " texts, expected one");
+  return texts[0];
+}
+
+std::vector<float> read_floats(hid_t file, const std::string& path, const char* name) {
+  const std::vector<double> values =
+      read_numbers_attribute(file, name, str_cat("checkpoint: ", path, ": attribute ", name, ": "));
+  return {values.begin(), values.end()};
+}
+
+std::string join(const std::vector<std::string>& texts, const char* separator) {
+  std::string all;
+  for (size_t i = 0; i < texts.size(); ++i) all += (i ? separator : "") + texts[i];
+  return all;
+}
+
+std::string join_numbers(const std::vector<float>& values) {
+  std::string all;
+  for (size_t i = 0; i < values.size(); ++i) all += fmt::format("{}{}", i ? " " : "", values[i]);
+  return all;
+}
+
+std::string serialise(const ResNetConfig& c) {
+  return str_cat(c.depth, " ", to_string(c.stem), " ", fmt::format("{}", c.width), " ", c.classes,
+                 " ", c.in_channels, " ", c.zero_init_residual);
 }
 
 // Every field, one per line: what `meta_xxh64` covers.
@@ -97,7 +121,43 @@ std::string serialise(const CheckpointMeta& m) {
   return str_cat(m.step, "\n", m.epoch, "\n", m.samples_in_epoch, "\n", m.seed, "\n",
                  m.batch_per_rank, "\n", m.world_size, "\n", m.accum_steps, "\n", m.sample_order,
                  "\n", m.loss_scale, "\n", m.loss_scale_clean_steps, "\n", m.model, "\n", m.data,
-                 "\n", m.data_fingerprint, "\n", m.config, "\n", m.version);
+                 "\n", m.data_fingerprint, "\n", m.config, "\n", m.version, "\n",
+                 serialise(m.model_config), "\n", m.image_height, "x", m.image_width, "\n",
+                 join(m.class_names, "\n"), "\n", join_numbers(m.norm.mean), "\n",
+                 join_numbers(m.norm.std));
+}
+
+void write_model(hid_t file, const CheckpointMeta& m) {
+  const ResNetConfig& c = m.model_config;
+  write_number(file, "model_depth", int64_t{c.depth});
+  write_text(file, "model_stem", to_string(c.stem));
+  write_number(file, "model_width", c.width);
+  write_number(file, "model_classes", int64_t{c.classes});
+  write_number(file, "model_in_channels", int64_t{c.in_channels});
+  write_number(file, "model_zero_init_residual", int64_t{c.zero_init_residual});
+  write_number(file, "image_height", int64_t{m.image_height});
+  write_number(file, "image_width", int64_t{m.image_width});
+  const std::string what = "checkpoint: attribute ";
+  write_texts_attribute(file, "class_names", m.class_names, what + "class_names: ");
+  write_numbers_attribute(file, "norm_mean", {m.norm.mean.begin(), m.norm.mean.end()},
+                          what + "norm_mean: ");
+  write_numbers_attribute(file, "norm_std", {m.norm.std.begin(), m.norm.std.end()},
+                          what + "norm_std: ");
+}
+
+void read_model(hid_t f, const std::string& path, CheckpointMeta& m) {
+  ResNetConfig& c = m.model_config;
+  c.depth = static_cast<int>(read_int(f, path, "model_depth"));
+  c.stem = parse<Stem>("checkpoint attribute model_stem", read_text(f, path, "model_stem"));
+  c.width = read_number<double>(f, path, "model_width", H5T_NATIVE_DOUBLE);
+  c.classes = static_cast<int>(read_int(f, path, "model_classes"));
+  c.in_channels = static_cast<int>(read_int(f, path, "model_in_channels"));
+  c.zero_init_residual = read_int(f, path, "model_zero_init_residual") != 0;
+  m.image_height = static_cast<int>(read_int(f, path, "image_height"));
+  m.image_width = static_cast<int>(read_int(f, path, "image_width"));
+  m.class_names = read_texts(f, path, "class_names");
+  m.norm.mean = read_floats(f, path, "norm_mean");
+  m.norm.std = read_floats(f, path, "norm_std");
 }
 
 void write_meta(hid_t file, const CheckpointMeta& m) {
@@ -117,6 +177,7 @@ void write_meta(hid_t file, const CheckpointMeta& m) {
   write_text(file, "data_fingerprint", m.data_fingerprint);
   write_text(file, "config", m.config);
   write_text(file, "version", m.version);
+  write_model(file, m);
   const std::string all = serialise(m);
   write_number(file, "meta_xxh64", xxh64(all.data(), all.size()));
 }
@@ -142,6 +203,7 @@ CheckpointMeta read_meta(hid_t f, const std::string& path) {
   m.data_fingerprint = read_text(f, path, "data_fingerprint");
   m.config = read_text(f, path, "config");
   m.version = read_text(f, path, "version");
+  read_model(f, path, m);
   const std::string all = serialise(m);
   RT_CHECK(read_number<uint64_t>(f, path, "meta_xxh64", H5T_NATIVE_UINT64) ==
                xxh64(all.data(), all.size()),
@@ -378,10 +440,13 @@ std::string inspect_checkpoint(const std::string& path) {
                  " samples of it consumed)\n", "  global batch ", m.global_batch(), ": ",
                  m.batch_per_rank, " per rank x ", m.world_size, " ranks x ", m.accum_steps,
                  " micro-batches; seed ", m.seed, "; sample order: ", m.sample_order, "\n",
-                 "  model: ", m.model, "\n", "  data: ", m.data, ", fingerprint ",
-                 m.data_fingerprint, "\n", "  loss scale ", m.loss_scale, " (",
-                 m.loss_scale_clean_steps, " clean steps)\n", "  config: ", m.config, "\n  ",
-                 datasets, " datasets, every one matching its xxh64 checksum\n");
+                 "  model: ", m.model, "\n", "  input: ", m.image_height, "x", m.image_width,
+                 " images, normalised by mean ", join_numbers(m.norm.mean), " and std ",
+                 join_numbers(m.norm.std), "\n", "  classes: ", join(m.class_names, ", "), "\n",
+                 "  data: ", m.data, ", fingerprint ", m.data_fingerprint, "\n", "  loss scale ",
+                 m.loss_scale, " (", m.loss_scale_clean_steps, " clean steps)\n",
+                 "  config: ", m.config, "\n  ", datasets,
+                 " datasets, every one matching its xxh64 checksum\n");
 }
 
 std::string checkpoint_path(const std::string& dir, int64_t step) {

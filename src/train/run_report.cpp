@@ -35,6 +35,42 @@ nlohmann::json percent_or_null(double v) {
   return v < 0 ? nlohmann::json() : nlohmann::json(v);
 }
 
+// Each GPU's use: utilisation in percent, memory in MiB (null where not measured).
+nlohmann::json gpus_json(const std::vector<GpuUse>& uses) {
+  const auto mib = [](double bytes) { return percent_or_null(bytes < 0 ? -1 : bytes / 1048576); };
+  nlohmann::json all = nlohmann::json::array();
+  for (const GpuUse& u : uses)
+    all.push_back({{"device", u.device},
+                   {"util_mean", percent_or_null(u.util_mean)},
+                   {"util_min", percent_or_null(u.util_min)},
+                   {"memory_used_max_mib", mib(u.memory_used_max)},
+                   {"memory_total_mib", mib(u.memory_total)}});
+  return all;
+}
+
+// Each GPU over the whole run.
+std::vector<GpuUse> run_gpus(const std::vector<EpochMetrics>& epochs) {
+  std::vector<GpuUse> run;
+  for (const EpochMetrics& m : epochs) {
+    run.resize(std::max(run.size(), m.gpus.size()));
+    for (size_t d = 0; d < m.gpus.size(); ++d) {
+      run[d].device = m.gpus[d].device;
+      merge_use(run[d], m.gpus[d]);
+    }
+  }
+  return run;
+}
+
+// " (per GPU: 0000:01:00.0 91%, 0000:41:00.0 88%)" when more than one GPU was measured.
+std::string per_gpu_text(const std::vector<GpuUse>& uses) {
+  if (uses.size() < 2) return "";
+  std::string text;
+  for (const GpuUse& u : uses)
+    text += fmt::format("{}{} {}", text.empty() ? " (per GPU: " : ", ", u.device,
+                        u.util_mean < 0 ? "n/a" : fmt::format("{:.0f}%", u.util_mean));
+  return text + ")";
+}
+
 double seconds_between(std::chrono::steady_clock::time_point a,
                        std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -106,7 +142,8 @@ void RunReport::epoch_done(const EpochMetrics& m) {
                             {"images_per_s", m.images_per_s},
                             {"phase_shares", phases_json(m.phase_shares)},
                             {"gpu_util_mean", percent_or_null(m.gpu_util_mean)},
-                            {"gpu_util_min", percent_or_null(m.gpu_util_min)}};
+                            {"gpu_util_min", percent_or_null(m.gpu_util_min)},
+                            {"gpus", gpus_json(m.gpus)}};
   metrics_ << j.dump() << "\n";
   metrics_.flush();
 }
@@ -116,24 +153,18 @@ void RunReport::run_done(const TrainResult& r) {
   const PhaseTimes shares = phase_shares(r.phase_totals);
   const double tflops = achieved_tflops(r);
   const double mfu = r.peak_tflops > 0 ? tflops / r.peak_tflops : -1;
-  double gpu_sum = 0, gpu_min = -1;
-  int gpu_epochs = 0;
-  for (const EpochMetrics& m : r.epochs) {
-    if (m.gpu_util_mean < 0) continue;
-    gpu_sum += m.gpu_util_mean;
-    gpu_min = gpu_min < 0 ? m.gpu_util_min : std::min(gpu_min, m.gpu_util_min);
-    ++gpu_epochs;
-  }
-  const double gpu_mean = gpu_epochs > 0 ? gpu_sum / gpu_epochs : -1;
+  const std::vector<GpuUse> gpus = run_gpus(r.epochs);
+  const GpuUse all = all_devices(gpus);
   if (config_.profile != ProfileMode::off)
     spdlog::info("where the time went (mean over ranks, {} steps):\n{}", r.steps,
                  format_phase_table(r.phase_totals, r.steps));
   spdlog::info(
-      "summary: {} steps in {}, {:.1f} img/s, {:.3f} TFLOP/s achieved{}, GPU utilisation {}, "
+      "summary: {} steps in {}, {:.1f} img/s, {:.3f} TFLOP/s achieved{}, GPU utilisation {}{}, "
       "bottleneck: {}, final test accuracy {}",
       r.steps, format_duration(r.train_time_s), r.images_per_s, tflops,
       mfu >= 0 ? fmt::format(" (MFU {:.1f}%)", 100 * mfu) : "",
-      gpu_mean >= 0 ? fmt::format("{:.1f}%", gpu_mean) : "not measured",
+      all.util_mean >= 0 ? fmt::format("{:.1f}%", all.util_mean) : "not measured",
+      per_gpu_text(gpus),
       config_.profile == ProfileMode::off ? "unknown (--profile off)" : main_bottleneck(shares),
       !config_.evaluate ? std::string("not evaluated")
                         : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
@@ -157,8 +188,9 @@ void RunReport::run_done(const TrainResult& r) {
       {"phase_totals_s", phases_json(r.phase_totals)},
       {"phase_shares", phases_json(shares)},
       {"busy_share", busy_share(shares)},
-      {"gpu_util_mean", percent_or_null(gpu_mean)},
-      {"gpu_util_min", percent_or_null(gpu_min)},
+      {"gpu_util_mean", percent_or_null(all.util_mean)},
+      {"gpu_util_min", percent_or_null(all.util_min)},
+      {"gpus", gpus_json(gpus)},
       {"bottleneck", main_bottleneck(shares)},
       {"test_accuracy", r.epochs.back().test_accuracy}};
   std::ofstream out = open_for_writing(config_.summary_path, "the run summary");

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -26,8 +27,13 @@ void delay_startup(const TrainConfig& c) {
 
 // What a checkpoint must match to continue this run.
 CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const Dataset& data,
-                            const World& world, int64_t window_images) {
+                            const World& world, const TrainSource& source) {
   CheckpointMeta m;
+  m.model_config = mc;
+  m.image_height = data.train.height;
+  m.image_width = data.train.width;
+  m.class_names = data.class_names;
+  m.norm = source.norm;
   m.model = str_cat("resnet", mc.depth, " ", to_string(mc.stem), " stem, width ", mc.width, ", ",
                     mc.in_channels, " input channels, ", mc.classes, " classes");
   m.data = str_cat(data_path(c), " (", data.train.count, " train images ", data.train.height, "x",
@@ -37,7 +43,7 @@ CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const 
   m.batch_per_rank = c.batch_size;
   m.world_size = world.size();
   m.accum_steps = c.accum_steps;
-  m.sample_order = describe_sample_order(window_images);
+  m.sample_order = describe_sample_order(source.window_images);
   m.config = describe(c);
   m.version = RINGTRAIN_VERSION;
   return m;
@@ -80,8 +86,7 @@ TrainSession::TrainSession(const TrainConfig& requested)
   build_length();
   log_start();
   report.emplace(config, world.is_root(), length.total_steps, length.epochs, length.global_batch);
-  checkpoints.emplace(config, comm,
-                      run_identity(config, model_config, data, world, train_source.window_images));
+  checkpoints.emplace(config, comm, run_identity(config, model_config, data, world, train_source));
 }
 
 void TrainSession::build_model() {
@@ -131,9 +136,21 @@ void TrainSession::build_loaders() {
   train_batches.emplace(*train_source.batches, backend(), &*profiler, train_source.augment);
   test_batches.emplace(*test_loader, backend(), nullptr, train_source.augment);
   const bool cuda = config.device == DeviceKind::cuda;
-  gpu_monitor.emplace(cuda ? device_bus_id(backend().device_id().index) : "");
+  gpu_monitor.emplace(cuda ? gpus_in_use() : std::vector<std::string>{});
   if (cuda && !gpu_monitor->available())
     spdlog::info("GPU utilisation not measured: {}", gpu_monitor->why_unavailable());
+}
+
+std::vector<std::string> TrainSession::gpus_in_use() {
+  std::vector<int> devices;
+  for (int r = 0; r < (dp ? dp->devices() : 1); ++r) {
+    const int index = (dp ? dp->backend(r) : backend()).device_id().index;
+    if (std::find(devices.begin(), devices.end(), index) == devices.end())
+      devices.push_back(index);  // --dp-share-device: every replica on one
+  }
+  std::vector<std::string> bus_ids;
+  for (int index : devices) bus_ids.push_back(device_bus_id(index));
+  return bus_ids;
 }
 
 void TrainSession::build_length() {

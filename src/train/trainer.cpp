@@ -64,9 +64,10 @@ EpochMetrics finish_epoch(TrainSession& s, const EpochTally& t, double seconds) 
   m.epoch_time_s = seconds;
   m.images_per_s = sums[2] / seconds;
   m.phase_shares = phase_shares(phases);
-  const GpuMonitor::Stats util = s.gpu_monitor->take();
-  m.gpu_util_mean = util.mean;
-  m.gpu_util_min = util.min;
+  m.gpus = s.gpu_monitor->take();
+  const GpuUse all = all_devices(m.gpus);
+  m.gpu_util_mean = all.util_mean;
+  m.gpu_util_min = all.util_min;
   return m;
 }
 

@@ -36,7 +36,7 @@ for rank in (0, 1):
     check({e["name"] for e in spans} == phases, f"trace of rank {rank}: every phase present")
     check(all(e["dur"] >= 0 for e in spans), f"trace of rank {rank}: durations non-negative")
 fields = {"epoch", "step", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "lr",
-          "epoch_time_s", "images_per_s", "phase_shares", "gpu_util_mean", "gpu_util_min"}
+          "epoch_time_s", "images_per_s", "phase_shares", "gpu_util_mean", "gpu_util_min", "gpus"}
 lines = [json.loads(l) for l in open(f"{d}/metrics.jsonl")]
 check(len(lines) == 2, "metrics: one line per epoch")
 check(all(fields <= set(l) for l in lines), "metrics: every field")
@@ -44,6 +44,7 @@ check(all(set(l["phase_shares"]) == phases for l in lines), "metrics: every phas
 s = json.load(open(f"{d}/summary.json"))
 check(s["ranks"] == 2 and s["steps"] == 16, "summary: ranks and steps")
 check(abs(sum(s["phase_shares"].values()) - 1) < 1e-9, "summary: shares add up to one")
+check(s["gpus"] == [] and all(l["gpus"] == [] for l in lines), "no GPU: no per-GPU entries")
 check(s["bottleneck"] in ("data", "communication", "compute"), "summary: a bottleneck")
 sys.exit(1 if failures else 0)
 PY

@@ -30,6 +30,7 @@ class DataParallel {
   int devices() const { return static_cast<int>(replicas_.size()); }
   ResNet& primary() { return *replicas_.front().model; }
   Backend& primary_backend() { return *replicas_.front().backend; }
+  Backend& backend(int device) { return *replicas_.at(static_cast<size_t>(device)).backend; }
 
   // forward_backward over the whole batch, each replica on its chunk: the gradient of the
   // batch-mean loss, times loss.grad_scale, is added to device 0's gradients. With a profiler

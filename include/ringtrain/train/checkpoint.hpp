@@ -2,7 +2,9 @@
 #include <string>
 #include <vector>
 
+#include "ringtrain/data/augment.hpp"
 #include "ringtrain/nn/parameters.hpp"
+#include "ringtrain/nn/resnet.hpp"
 
 namespace ringtrain {
 
@@ -19,8 +21,14 @@ struct CheckpointMeta {
   std::string sample_order;  // how an epoch's samples are ordered (whole split, or windows)
   double loss_scale = 1;
   int loss_scale_clean_steps = 0;
-  std::string model;             // identifies the architecture: a checkpoint of another is refused
-  std::string data;              // the data file's path and shape, for humans
+  std::string model;  // identifies the architecture: a checkpoint of another is refused
+  // The model and its input as values: eval, predict, export and --init-from rebuild the model
+  // and prepare images from these alone.
+  ResNetConfig model_config;  // depth, stem, width, classes, input channels, zero-init residual
+  int image_height = 0, image_width = 0;  // of the train images
+  std::vector<std::string> class_names;
+  Normalization norm;  // per channel, on the 0-1 scale: what the loader subtracted and divided by
+  std::string data;    // the data file's path and shape, for humans
   std::string data_fingerprint;  // identifies the data by content (data_fingerprint())
   std::string config;            // the run's settings, for the record
   std::string version;           // of ringtrain
@@ -30,9 +38,9 @@ struct CheckpointMeta {
 
 // A checkpoint in HDF5: /params/NAME, /momentum/NAME (NCHW, whatever the backend's layout),
 // /buffers/NAME, each with its XXH64 checksum as attribute `xxh64`, and the meta as attributes
-// of / (with `meta_xxh64` over them). Written to PATH.tmp, flushed, closed, fsynced and renamed,
-// every result checked, so a crash or a full disk never leaves a torn checkpoint under a
-// checkpoint's name.
+// of / (with `meta_xxh64` over them; the schema is in docs/ARCHITECTURE.md). Written to PATH.tmp,
+// flushed, closed, fsynced and renamed, every result checked, so a crash or a full disk never
+// leaves a torn checkpoint under a checkpoint's name.
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
                       const Tensor& momentum, const CheckpointMeta& meta);
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ringtrain/prof/gpu_monitor.hpp"
 #include "ringtrain/prof/step_profiler.hpp"
 
 namespace ringtrain {
@@ -14,8 +15,11 @@ struct EpochMetrics {
   double train_loss = 0, train_accuracy = 0;
   double test_loss = 0, test_accuracy = 0;
   double lr = 0, epoch_time_s = 0, images_per_s = 0;
-  PhaseTimes phase_shares{};                     // mean over ranks
-  double gpu_util_mean = -1, gpu_util_min = -1;  // percent, rank 0's GPU; -1: not measured
+  PhaseTimes phase_shares{};  // mean over ranks
+  // Rank 0's GPUs (its one GPU, or every DataParallel replica's), each and all together
+  // (percent; -1: not measured).
+  std::vector<GpuUse> gpus;
+  double gpu_util_mean = -1, gpu_util_min = -1;
 };
 
 struct TrainResult {

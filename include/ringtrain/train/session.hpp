@@ -75,6 +75,8 @@ class TrainSession {
   void build_gradient_sync();
   void build_loaders();
   void build_length();
+  // The PCI bus ids of the GPUs this process drives, each once.
+  std::vector<std::string> gpus_in_use();
   void log_start();
 };
 

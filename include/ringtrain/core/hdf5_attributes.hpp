@@ -1,0 +1,36 @@
+#pragma once
+// Attributes of an HDF5 object (a file's root, a group) in the types h5py writes and reads:
+// text as variable-length UTF-8, numbers as float64 vectors. Every error starts with `what`
+// (e.g. "checkpoint: run/ckpt.h5: attribute norm_mean: ") and names the failing HDF5 call.
+#include <hdf5.h>
+
+#include <string>
+#include <vector>
+
+namespace ringtrain {
+
+// Scalar text.
+void write_text_attribute(hid_t object, const std::string& name, const std::string& value,
+                          const std::string& what);
+// A [n] vector of texts.
+void write_texts_attribute(hid_t object, const std::string& name,
+                           const std::vector<std::string>& values, const std::string& what);
+// A [n] float64 vector.
+void write_numbers_attribute(hid_t object, const std::string& name,
+                             const std::vector<double>& values, const std::string& what);
+
+// Whether the attribute exists (throws when HDF5 cannot tell).
+bool has_attribute(hid_t object, const std::string& name, const std::string& what);
+
+// The strings of an open string attribute of `count` elements, in any HDF5 string type:
+// variable or fixed length (padding dropped), ASCII or UTF-8.
+std::vector<std::string> read_string_values(hid_t attr, hid_t file_type, hid_t space, size_t count,
+                                            const std::string& what);
+// A string attribute, scalar or 1-D, as its strings.
+std::vector<std::string> read_texts_attribute(hid_t object, const std::string& name,
+                                              const std::string& what);
+// A numeric attribute, scalar or 1-D, converted to float64.
+std::vector<double> read_numbers_attribute(hid_t object, const std::string& name,
+                                           const std::string& what);
+
+}  // namespace ringtrain
