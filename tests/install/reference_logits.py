@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The logits of a ringtrain checkpoint (cifar stem) for the consumer's image, in float64 numpy
-from the checkpoint's tensors read with h5py, compared with the consumer's output.
+from the checkpoint's tensors and attributes read with h5py, compared with the consumer's output.
 
-    reference_logits.py CHECKPOINT SIZE CONSUMER_OUTPUT
+    reference_logits.py CHECKPOINT CONSUMER_OUTPUT
 
-Exits 0 when every logit matches within 1e-5 x (1 + the largest |logit|), 1 when not.
+Exits 0 when every logit matches within 1e-5 x (1 + the largest |logit|) and the class line
+names the reference's class, 1 when not.
 """
 import sys
 
@@ -52,10 +53,17 @@ def forward(f, x):
 
 
 def main():
-    path, size, output = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    image = np.sin(0.1 * np.arange(3 * size * size)).astype(np.float32).reshape(3, size, size)
+    path, output = sys.argv[1], sys.argv[2]
     with h5py.File(path, "r") as f:
+        a = f.attrs
+        c, h, w = int(a["model_in_channels"]), int(a["image_height"]), int(a["image_width"])
+        pixels = 0.5 + 0.5 * np.sin(0.1 * np.arange(c * h * w)).reshape(c, h, w)
+        # The consumer normalises with the meta's float32 mean and std.
+        mean = a["norm_mean"].astype(np.float32).astype(np.float64)[:, None, None]
+        std = a["norm_std"].astype(np.float32).astype(np.float64)[:, None, None]
+        image = ((pixels - mean) / std).astype(np.float32)
         ref = forward(f, image.astype(np.float64))
+        names = [n.decode() if isinstance(n, bytes) else str(n) for n in a["class_names"]]
     lines = open(output).read().split("\n")
     got = np.array([float(v) for v in lines[0].split()])
     if got.shape != ref.shape:
@@ -64,6 +72,10 @@ def main():
     diff = np.abs(got - ref).max()
     tol = 1e-5 * (1 + np.abs(ref).max())
     print(f"reference_logits: max |consumer - reference| = {diff:.3g} (tolerance {tol:.3g})")
+    best = int(np.argmax(ref))
+    if lines[1] != f"class {best} {names[best]}":
+        print(f"reference_logits: the consumer says '{lines[1]}', the reference class {best} {names[best]}")
+        return 1
     return 0 if diff <= tol else 1
 
 
