@@ -38,6 +38,10 @@ if(RINGTRAIN_WITH_CUDA)
   get_filename_component(RINGTRAIN_NCCL_ROOT ${NCCL_INCLUDE_DIR} DIRECTORY)
   install(FILES cmake/FindCUDNN.cmake cmake/FindNCCL.cmake DESTINATION ${RINGTRAIN_CMAKE_DIR})
 endif()
+set(RINGTRAIN_HDF5_STATIC OFF)
+if(HDF5_USE_STATIC_LIBRARIES)
+  set(RINGTRAIN_HDF5_STATIC ON)
+endif()
 configure_package_config_file(cmake/ringtrainConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/ringtrainConfig.cmake
                               INSTALL_DESTINATION ${RINGTRAIN_CMAKE_DIR})
