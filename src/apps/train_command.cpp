@@ -134,10 +134,12 @@ void add_output_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
   cmd.add_option("--checkpoint-dir", c.checkpoint_dir, "where checkpoints go")
       ->capture_default_str();
   cmd.add_option("--checkpoint-every", c.checkpoint_every,
-                 "steps between checkpoints (0: only on SIGTERM/SIGUSR1)")
+                 "steps between checkpoints (0: only on SIGTERM/SIGUSR1 and at the end)")
       ->check(whole(0, limits::kMaxSteps));
   cmd.add_option("--checkpoint-minutes", c.checkpoint_minutes, "minutes between checkpoints")
       ->check(real(0, limits::kMaxSeconds));
+  cmd.add_flag("!--no-final-checkpoint", c.final_checkpoint,
+               "do not write a checkpoint when the run ends (by default it is written)");
   cmd.add_option("--keep", c.keep_checkpoints, "checkpoints kept (the newest)")
       ->check(whole(1, limits::kMaxKeep))
       ->capture_default_str();
@@ -222,7 +224,10 @@ int run_job(const CLI::App& cmd, bool training, const JobFlags& job, TrainConfig
     // A run stopped by SIGTERM/SIGUSR1 exits with EX_TEMPFAIL: a job script requeues on it.
     if (training) return train(config).stopped ? exit_code::kStoppedBySignal : exit_code::kOk;
     const ProbeResults probes = run_probes(config);
-    if (world.is_root()) std::fputs(format_diagnosis(probes, judge(probes)).c_str(), stdout);
+    if (!world.is_root()) return exit_code::kOk;
+    const Verdict verdict = judge(probes);
+    std::fputs(format_diagnosis(probes, verdict).c_str(), stdout);
+    if (!config.summary_path.empty()) write_diagnosis(config.summary_path, probes, verdict);
     return exit_code::kOk;
   } catch (const ConfigError&) {
     throw;  // every rank found it before training: they all leave with it

@@ -104,8 +104,8 @@ void Checkpointer::report_stop(const std::string& when) {
 
 void Checkpointer::at_end(const RunPosition& end, Backend& backend, const ParameterSet& params,
                           const Tensor& momentum, const LossScaler& scaler) {
-  const bool scheduled = config_.checkpoint_every > 0 || config_.checkpoint_minutes > 0;
-  if (scheduled && last_written_ != checkpoint_path(config_.checkpoint_dir, end.step))
+  if (config_.final_checkpoint &&
+      last_written_ != checkpoint_path(config_.checkpoint_dir, end.step))
     save(end, backend, params, momentum, scaler);
 }
 

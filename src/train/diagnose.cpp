@@ -2,6 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -15,6 +22,48 @@ namespace ringtrain {
 namespace {
 
 constexpr int kFullSteps = 10;
+
+// A folder of its own under TMPDIR, removed with everything in it when this goes.
+class ScratchFolder {
+ public:
+  ScratchFolder() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "ringtrain-diagnose-XXXXXX").string();
+    RT_CHECK(mkdtemp(pattern.data()) != nullptr, "diagnose: cannot create a scratch folder ",
+             pattern, ": ", std::strerror(errno), "; set TMPDIR to a writable folder");
+    path_ = pattern;
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;  // a leftover scratch folder is not worth failing the diagnosis
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Note: the full-step probe is a short training run of its own. It must never touch the job's
+// checkpoints (a resume would skip its steps, a final checkpoint would become the job's newest),
+// so it starts fresh and writes none, in a scratch folder (a stop signal's checkpoint lands
+// there). Its epoch goes to --metrics like a training run's; --summary gets the diagnosis.
+TrainConfig full_step_probe(const TrainConfig& requested, int workers, const std::string& scratch) {
+  TrainConfig full = requested;
+  full.workers = workers;
+  full.steps = kFullSteps;
+  full.evaluate = false;
+  full.profile = ProfileMode::summary;
+  full.summary_path.clear();
+  full.checkpoint_dir = scratch;
+  full.resume = ResumeFrom::none;
+  full.resume_file.clear();
+  full.checkpoint_every = 0;
+  full.checkpoint_minutes = 0;
+  full.final_checkpoint = false;
+  return full;
+}
 
 std::string rate(double images_per_s) {
   return fmt::format("{:.0f} img/s", images_per_s);
@@ -96,6 +145,29 @@ std::string format_diagnosis(const ProbeResults& p, const Verdict& v) {
   return out;
 }
 
+void write_diagnosis(const std::string& path, const ProbeResults& p, const Verdict& v) {
+  const nlohmann::json j = {
+      {"workers", p.workers},
+      {"augment_on_device", p.augment_on_device},
+      {"loader_images_per_s", p.loader_images_per_s},
+      {"compute_images_per_s", p.compute_images_per_s},
+      {"backward_s", p.backward_s},
+      {"allreduce_s", p.allreduce_s < 0 ? nlohmann::json() : nlohmann::json(p.allreduce_s)},
+      {"step_images_per_s", p.step_images_per_s},
+      {"step_shares", phases_json(p.step_shares)},
+      {"verdict", v.bound},
+      {"reason", v.reason},
+      {"advice", v.advice}};
+  const auto dir = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  if (!dir.empty()) std::filesystem::create_directories(dir, error);
+  std::ofstream out(path, std::ios::trunc);
+  out << j.dump(2) << "\n";
+  out.close();
+  RT_CHECK(!out.fail(), "diagnose: cannot write --summary ", path, ": ", std::strerror(errno),
+           "; choose a writable path");
+}
+
 ProbeResults run_probes(const TrainConfig& requested) {
   World& world = World::get();
   MpiCommunicator comm(world.comm(), CommOptions{requested.comm_timeout_s, false,
@@ -122,16 +194,10 @@ ProbeResults run_probes(const TrainConfig& requested) {
           allreduce_probe(config, world, *backend, comm, compute.model->parameters().flat_grads());
   }
   spdlog::info("probe 4/4: full training steps");
-  TrainConfig full = requested;
-  full.workers = config.workers;
-  full.steps = kFullSteps;
-  full.evaluate = false;
-  full.profile = ProfileMode::summary;
-  full.metrics_path.clear();
-  full.summary_path.clear();
+  const ScratchFolder scratch;
   const auto level = spdlog::get_level();
   spdlog::set_level(spdlog::level::warn);
-  const TrainResult r = train(full);
+  const TrainResult r = train(full_step_probe(requested, config.workers, scratch.path()));
   spdlog::set_level(level);
   p.step_images_per_s = r.images_per_s / world.size();
   p.step_shares = phase_shares(r.phase_totals);

@@ -13,22 +13,31 @@
 namespace ringtrain {
 namespace {
 
-std::ofstream open_for_writing(const std::string& path, const char* what) {
+std::ofstream open_for_writing(const std::string& path, const char* what, bool append = false) {
   std::ofstream out;
   if (path.empty()) return out;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
-  out.open(path);
+  out.open(path, append ? std::ios::app : std::ios::trunc);
   RT_CHECK(out.good(), "train: cannot write ", what, " to ", path);
   return out;
 }
 
-// mpirun hands its ranks a pseudo-terminal even when the job's output goes to a file, and Slurm
-// jobs write logs: both get plain progress lines.
-bool launched_by_mpi_or_slurm() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_JOB_ID"})
-    if (std::getenv(v)) return true;
-  return false;
+// Note: a line rewritten in place only when one process writes to a terminal. mpirun hands its
+// ranks a pseudo-terminal even when the job's output goes to a file, so several ranks get plain
+// lines; environment variables cannot decide it (a singleton MPI_Init sets PMIX_* too).
+bool rewrite_in_place(bool root, int world_size) {
+  return root && world_size == 1 && isatty(STDOUT_FILENO) == 1;
+}
+
+// "2026-12-03T16:40:05Z"
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
 }
 
 nlohmann::json percent_or_null(double v) {
@@ -87,17 +96,31 @@ double achieved_tflops(const TrainResult& r) {
   return r.images_per_s * 6.0 * static_cast<double>(r.macs_per_image) * 1e-12;
 }
 
-RunReport::RunReport(const TrainConfig& config, bool root, int64_t total_steps, int64_t epochs,
-                     int64_t global_batch)
+RunReport::RunReport(const TrainConfig& config, bool root, int world_size, int64_t total_steps,
+                     int64_t epochs, int64_t global_batch)
     : config_(config),
       root_(root),
-      terminal_(root && isatty(STDOUT_FILENO) && !launched_by_mpi_or_slurm()),
+      terminal_(rewrite_in_place(root, world_size)),
       total_steps_(total_steps),
       epochs_(epochs),
       global_batch_(global_batch),
       start_(Clock::now()),
-      last_line_(start_),
-      metrics_(root ? open_for_writing(config.metrics_path, "metrics") : std::ofstream()) {}
+      last_line_(start_) {}
+
+void RunReport::begin(int64_t start_step, const std::string& resumed_from) {
+  start_step_ = start_step;
+  start_ = last_line_ = Clock::now();
+  if (!root_ || config_.metrics_path.empty()) return;
+  const bool resumed = !resumed_from.empty();
+  metrics_ = open_for_writing(config_.metrics_path, "metrics", resumed);
+  if (!resumed) return;
+  const nlohmann::json marker = {{"segment", "resumed"},
+                                 {"step", start_step},
+                                 {"checkpoint", resumed_from},
+                                 {"time", utc_now()}};
+  metrics_ << marker.dump() << "\n";
+  metrics_.flush();
+}
 
 void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
   if (!root_) return;
@@ -107,11 +130,12 @@ void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
   if (seconds_between(last_line_, now) < interval && !last) return;
   last_line_ = now;
   const double elapsed = seconds_between(start_, now);
+  const double done = static_cast<double>(step + 1 - start_step_);  // by this process
   const std::string line =
       str_cat("epoch ", epoch + 1, "/", epochs_, " step ", step + 1, "/", total_steps_, " loss ",
               fmt::format("{:.4f}", loss), " lr ", fmt::format("{:.4g}", lr), " ",
-              fmt::format("{:.1f}", (step + 1) * double(global_batch_) / elapsed), " img/s ETA ",
-              format_duration(elapsed / (step + 1) * (total_steps_ - step - 1)));
+              fmt::format("{:.1f}", done * double(global_batch_) / elapsed), " img/s ETA ",
+              format_duration(elapsed / done * double(total_steps_ - step - 1)));
   if (terminal_) {
     std::printf("\r%-100s%s", line.c_str(), last ? "\n" : "");
     std::fflush(stdout);
@@ -157,7 +181,7 @@ void RunReport::run_done(const TrainResult& r) {
   const GpuUse all = all_devices(gpus);
   if (config_.profile != ProfileMode::off)
     spdlog::info("where the time went (mean over ranks, {} steps):\n{}", r.steps,
-                 format_phase_table(r.phase_totals, r.steps));
+                 format_phase_table(r.phase_totals, r.steps_run));
   spdlog::info(
       "summary: {} steps in {}, {:.1f} img/s, {:.3f} TFLOP/s achieved{}, GPU utilisation {}{}, "
       "bottleneck: {}, final test accuracy {}",
@@ -178,6 +202,7 @@ void RunReport::run_done(const TrainResult& r) {
       {"ranks", r.ranks},
       {"workers", config_.workers},
       {"steps", r.steps},
+      {"steps_run", r.steps_run},
       {"global_batch", global_batch_},
       {"train_time_s", r.train_time_s},
       {"epoch_time_s", epoch_time / std::max<size_t>(1, r.epochs.size())},

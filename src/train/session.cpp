@@ -85,7 +85,8 @@ TrainSession::TrainSession(const TrainConfig& requested)
   build_loaders();
   build_length();
   log_start();
-  report.emplace(config, world.is_root(), length.total_steps, length.epochs, length.global_batch);
+  report.emplace(config, world.is_root(), world.size(), length.total_steps, length.epochs,
+                 length.global_batch);
   checkpoints.emplace(config, comm, run_identity(config, model_config, data, world, train_source));
 }
 

@@ -110,7 +110,7 @@ bool run_epoch(TrainSession& s, int64_t epoch, RunPosition& at, TrainResult& res
 void finish_run(TrainSession& s, TrainResult& result) {
   for (const auto& m : result.epochs) result.train_time_s += m.epoch_time_s;
   result.images_per_s =
-      static_cast<double>(result.steps) * s.length.global_batch / result.train_time_s;
+      static_cast<double>(result.steps_run) * s.length.global_batch / result.train_time_s;
   result.achieved_gflops = achieved_tflops(result) * 1e3;
   result.phase_totals = s.profiler->totals();
   s.comm.all_reduce_host(result.phase_totals.data(), kPhases, ReduceOp::average);
@@ -134,12 +134,15 @@ TrainResult train(const TrainConfig& config) {
   result.macs_per_image = s.model().macs_per_image(s.data.train.height, s.data.train.width);
   result.device = s.device_name();
   RunPosition at = s.resume();
+  const int64_t start_step = at.step;
+  s.report->begin(start_step, start_step > 0 ? s.checkpoints->last_written() : "");
   result.stopped = s.stop_before_start(at);
   for (int64_t epoch = at.epoch; epoch < s.length.epochs && !result.stopped; ++epoch)
     result.stopped = !run_epoch(s, epoch, at, result);
   if (!result.stopped) s.checkpoint_at_end(at);
   result.checkpoint = s.checkpoints->last_written();
   result.steps = at.step;
+  result.steps_run = at.step - start_step;
   if (!result.epochs.empty()) finish_run(s, result);  // empty: stopped in the first epoch run
   return result;
 }

@@ -46,7 +46,8 @@ class Checkpointer {
   // written.
   bool after_step(const RunPosition& next, Backend& backend, const ParameterSet& params,
                   const Tensor& momentum, const LossScaler& scaler);
-  // At the end of the run: a last checkpoint when checkpoints are on a schedule.
+  // At the end of the run: the final checkpoint (unless --no-final-checkpoint, or the last step's
+  // is already written).
   void at_end(const RunPosition& end, Backend& backend, const ParameterSet& params,
               const Tensor& momentum, const LossScaler& scaler);
 

@@ -98,6 +98,7 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;   // steps between checkpoints; 0: none on a schedule
   double checkpoint_minutes = 0;  // minutes between checkpoints; 0: none on a clock
   int keep_checkpoints = 3;       // the newest ones kept in checkpoint_dir
+  bool final_checkpoint = true;   // a checkpoint when the run ends (a finished run is never lost)
   ResumeFrom resume = ResumeFrom::none;
   std::string resume_file;                     // resume == file: the checkpoint
   bool resume_force = false;                   // resume from another model, data file or world size

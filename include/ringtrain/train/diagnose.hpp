@@ -36,8 +36,11 @@ Verdict judge(const ProbeResults& p);
 int suggested_workers(int workers, double loader, double compute);
 
 std::string format_diagnosis(const ProbeResults& p, const Verdict& v);
+// --summary of `ringtrain diagnose`: the probes and the verdict as JSON.
+void write_diagnosis(const std::string& path, const ProbeResults& p, const Verdict& v);
 
-// Runs the probes on every rank of the world (they are collective), a few seconds each.
+// Runs the probes on every rank of the world (they are collective), a few seconds each. They
+// never read or write the job's checkpoints; the full-step probe's epoch goes to --metrics.
 ProbeResults run_probes(const TrainConfig& config);
 
 }  // namespace ringtrain

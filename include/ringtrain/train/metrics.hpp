@@ -27,7 +27,8 @@ struct TrainResult {
   std::vector<EpochMetrics> epochs;
   int64_t parameters = 0, macs_per_image = 0;
   double train_time_s = 0, images_per_s = 0, achieved_gflops = 0;
-  int64_t steps = 0;
+  int64_t steps = 0;      // where the run ended: optimizer steps done in all
+  int64_t steps_run = 0;  // by this process (fewer after a resume): what rates and means count
   int ranks = 1;
   PhaseTimes phase_totals{};  // seconds, mean over ranks (zeros with --profile off)
   double peak_tflops = 0;     // of one device; 0 when unknown
@@ -40,8 +41,9 @@ struct TrainResult {
 // over the ranks when the epoch ends with the seconds each profiler phase took since `phases`.
 struct EpochTally {
   double loss = 0, correct = 0, images = 0;
-  PhaseTimes phases{};  // the profiler's totals when the epoch started
-  int64_t steps = 0;
+  PhaseTimes phases{};    // the profiler's totals when the epoch started
+  int64_t steps = 0;      // where the run ended: optimizer steps done in all
+  int64_t steps_run = 0;  // by this process (fewer after a resume): what rates and means count
 };
 
 // Sums over this rank's share of the test split; reduced over the ranks by the caller.

@@ -7,15 +7,20 @@
 
 namespace ringtrain {
 
-// What a run tells its user, from rank 0: progress (on a terminal one line rewritten in place,
-// otherwise a plain line every --log-interval seconds, as batch jobs want), a line and a JSON
-// line (--metrics) per epoch, and at the end the phase table, images/s, TFLOP/s, MFU and the
-// main bottleneck, plus a summary JSON (--summary) that other tools read.
+// What a run tells its user, from rank 0: progress (one line rewritten in place when a single
+// process writes to a terminal; otherwise, under mpirun or Slurm or into a file, a plain line
+// every --log-interval seconds, as batch jobs want), a line and a JSON line (--metrics) per epoch,
+// and at the end the phase table, images/s, TFLOP/s, MFU and the main bottleneck, plus a summary
+// JSON (--summary) that other tools read.
 class RunReport {
  public:
-  RunReport(const TrainConfig& config, bool root, int64_t total_steps, int64_t epochs,
-            int64_t global_batch);
+  RunReport(const TrainConfig& config, bool root, int world_size, int64_t total_steps,
+            int64_t epochs, int64_t global_batch);
 
+  // When the steps start, at `start_step` (> 0 after a resume from `resumed_from`): every rate
+  // and mean counts the work of this process only. Opens --metrics: a fresh run replaces it, a
+  // resumed one appends a segment marker line and its epochs to it.
+  void begin(int64_t start_step, const std::string& resumed_from);
   void progress(int64_t epoch, int64_t step, double loss, double lr);
   void epoch_done(const EpochMetrics& m);
   void run_done(const TrainResult& r);
@@ -24,7 +29,7 @@ class RunReport {
   using Clock = std::chrono::steady_clock;
   const TrainConfig& config_;
   bool root_, terminal_;
-  int64_t total_steps_, epochs_, global_batch_;
+  int64_t total_steps_, epochs_, global_batch_, start_step_ = 0;
   Clock::time_point start_, last_line_;
   std::ofstream metrics_;
 };

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# What a run leaves and reports, as a batch user relies on it: a final checkpoint by default
+# (none with --no-final-checkpoint); after a resume, img/s and phase means cover only the steps
+# this process ran, and --metrics keeps the first segment's lines, a segment marker and the new
+# ones (a fresh run replaces the file); the progress line is rewritten in place only for one
+# process writing to a terminal (also when the environment looks like MPI's), never into a file
+# or under mpirun; `ringtrain diagnose` leaves the job's checkpoints alone and honours --summary
+# and --metrics.
+#   tests/e2e/run_outputs.sh MPIEXEC build/ringtrain
+set -u
+mpiexec=$1
+bin=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+ok() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 20 "$2"; failures=$((failures + 1)); }
+"$bin" data synth --out "$dir/small.h5" --train 256 --test 32 --height 8 --width 8 >/dev/null
+model=(--data "$dir/small.h5" --depth 18 --width 0.0625 --batch-size 8 --threads 1 --workers 1
+  --no-eval --log-interval 0)
+
+# Final checkpoint: by default, and not with --no-final-checkpoint.
+"$bin" train "${model[@]}" --steps 3 --checkpoint-dir "$dir/final" >"$dir/final.log" 2>&1
+[ -f "$dir/final/ckpt-step00000003.h5" ] && ok "a final checkpoint by default" ||
+  fail "no final checkpoint" "$dir/final.log"
+"$bin" train "${model[@]}" --steps 3 --checkpoint-dir "$dir/none" --no-final-checkpoint \
+  >"$dir/none.log" 2>&1
+[ -z "$(ls "$dir/none")" ] && ok "--no-final-checkpoint writes none" ||
+  fail "--no-final-checkpoint wrote $(ls "$dir/none")" "$dir/none.log"
+
+# A run of 10 steps, resumed to 20: the second segment's rate is its own 10 steps over its own
+# time, and the metrics file holds both segments.
+ck=(--checkpoint-dir "$dir/ck" --metrics "$dir/metrics.jsonl")
+"$bin" train "${model[@]}" "${ck[@]}" --steps 10 --summary "$dir/first.json" >"$dir/first.log" 2>&1 ||
+  fail "first segment" "$dir/first.log"
+"$bin" train "${model[@]}" "${ck[@]}" --steps 20 --resume auto --summary "$dir/second.json" \
+  >"$dir/second.log" 2>&1 || fail "resumed segment" "$dir/second.log"
+/usr/bin/python3 - "$dir" <<'PY' || failures=$((failures + 1))
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/second.json"))
+lines = [json.loads(l) for l in open(f"{d}/metrics.jsonl")]
+problems = []
+if (s["steps"], s["steps_run"]) != (20, 10):
+    problems.append(f"steps {s['steps']} steps_run {s['steps_run']}, want 20 and 10")
+own = s["steps_run"] * s["global_batch"] / s["train_time_s"]
+if abs(s["images_per_s"] / own - 1) > 1e-6:
+    problems.append(f"img/s {s['images_per_s']:.1f}, but its own 10 steps give {own:.1f}")
+marker = [l for l in lines if l.get("segment") == "resumed"]
+epochs = [l for l in lines if "segment" not in l]
+if len(marker) != 1 or marker[0]["step"] != 10 or "ckpt-step00000010.h5" not in marker[0]["checkpoint"]:
+    problems.append(f"segment marker: {marker}")
+if [l["step"] for l in epochs] != [10, 20] or not marker or lines.index(marker[0]) != 1:
+    problems.append(f"metrics lines: {lines}")
+print("FAIL resume: " + "; ".join(problems) if problems else
+      f"ok   resume: {s['images_per_s']:.0f} img/s over its own 10 steps; metrics: epoch, marker, epoch")
+sys.exit(1 if problems else 0)
+PY
+rm -rf "$dir/ck"
+"$bin" train "${model[@]}" "${ck[@]}" --steps 2 >"$dir/fresh.log" 2>&1
+[ "$(wc -l <"$dir/metrics.jsonl")" -eq 1 ] && ok "a fresh run replaces --metrics" ||
+  fail "a fresh run kept $(wc -l <"$dir/metrics.jsonl") lines in --metrics" "$dir/fresh.log"
+
+# Progress: rewritten in place (a carriage return not ending a line: a terminal's output ends
+# lines with \r\n) on a terminal with one process, even with PMIX_RANK set as a singleton
+# MPI_Init sets it; plain lines into a file and under mpirun.
+in_terminal() { script -qec "$*" /dev/null; }
+rewritten() { grep -qP '\r.' "$1"; }
+in_terminal env PMIX_RANK=0 "$bin" train "${model[@]}" --steps 3 --no-final-checkpoint \
+  >"$dir/tty.log" 2>&1
+rewritten "$dir/tty.log" && ok "a terminal gets one line rewritten in place" ||
+  fail "no line rewritten in place on a terminal" "$dir/tty.log"
+"$bin" train "${model[@]}" --steps 3 --no-final-checkpoint >"$dir/file.log" 2>&1
+[ "$(grep -c 'step [0-9]*/3' "$dir/file.log")" -ge 1 ] && ! rewritten "$dir/file.log" &&
+  ok "a file gets plain progress lines" || fail "progress into a file" "$dir/file.log"
+in_terminal "$mpiexec" -n 2 --oversubscribe "$bin" train "${model[@]}" --steps 3 \
+  --no-final-checkpoint >"$dir/mpi.log" 2>&1
+grep -q 'step [0-9]*/3' "$dir/mpi.log" && ! rewritten "$dir/mpi.log" &&
+  ok "mpirun on a terminal gets plain progress lines" || fail "progress under mpirun" "$dir/mpi.log"
+
+# diagnose beside a job's checkpoints: they stay as they were; --summary and --metrics written.
+"$bin" train "${model[@]}" --steps 4 --checkpoint-dir "$dir/job" >"$dir/job.log" 2>&1
+before=$(cd "$dir/job" && ls -l --time-style=full-iso && md5sum ./*)
+if "$bin" diagnose "${model[@]}" --checkpoint-dir "$dir/job" --resume auto \
+  --summary "$dir/diag.json" --metrics "$dir/diag.jsonl" >"$dir/diag.log" 2>&1; then
+  after=$(cd "$dir/job" && ls -l --time-style=full-iso && md5sum ./*)
+  [ "$before" = "$after" ] && ok "diagnose leaves the job's checkpoints alone" ||
+    fail "diagnose changed the checkpoint folder: $after" "$dir/diag.log"
+  /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d['verdict'] not in ('data-bound','compute-bound','communication-bound','synchronisation-bound'))" \
+    "$dir/diag.json" && [ "$(wc -l <"$dir/diag.jsonl")" -eq 1 ] &&
+    ok "diagnose writes --summary ($(grep -o '"verdict": "[a-z-]*"' "$dir/diag.json")) and --metrics" ||
+    fail "diagnose --summary/--metrics" "$dir/diag.log"
+else
+  fail "diagnose failed" "$dir/diag.log"
+fi
+echo "run_outputs: $failures failed"
+[ "$failures" -eq 0 ]
