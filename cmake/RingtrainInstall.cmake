@@ -3,13 +3,17 @@
 # P/share/ringtrain/jobs, and the CMake package (find_package(ringtrain) gives ringtrain::core).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS ringtrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The installed programs keep the RUNPATH of the libraries they link outside the system's
+# folders (CUDA's, a module's), which CMake otherwise strips on install.
+set(RINGTRAIN_PROGRAMS ringtrain)
+if(RINGTRAIN_BENCH)
+  list(APPEND RINGTRAIN_PROGRAMS bench_train_cpu bench_gemm bench_loader bench_allreduce
+       bench_ddp_step bench_train_gpu)
+endif()
+set_target_properties(${RINGTRAIN_PROGRAMS} PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+install(TARGETS ${RINGTRAIN_PROGRAMS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS tools/plot_runs.py DESTINATION ${CMAKE_INSTALL_BINDIR}
         RENAME ringtrain-plot-runs)
-if(RINGTRAIN_BENCH)
-  install(TARGETS bench_train_cpu bench_gemm bench_loader bench_allreduce bench_ddp_step
-                  bench_train_gpu RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-endif()
 
 install(DIRECTORY include/ringtrain DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.hpp")

@@ -30,6 +30,10 @@ for f in ringtrainConfigVersion.cmake ringtrainTargets.cmake; do
 done
 ! grep -rq "$(cd "$build" && pwd)" "$(dirname "$config")" || fail "the package refers to the build tree"
 
+! ldd "$prefix/bin/ringtrain" | grep "not found" || fail "bin/ringtrain misses shared libraries"
+runpath() { readelf -d "$1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]$/\1/p' | sed 's/:$//'; }
+[ "$(runpath "$prefix/bin/ringtrain")" = "$(runpath "$build/ringtrain")" ] ||
+  fail "bin/ringtrain's RUNPATH '$(runpath "$prefix/bin/ringtrain")' is not the build's"
 version=$(sed -n 's/^#define RINGTRAIN_VERSION "\(.*\)"$/\1/p' "$prefix/include/ringtrain/core/version.hpp")
 [ "$("$prefix/bin/ringtrain" --version)" = "ringtrain $version" ] ||
   fail "bin/ringtrain --version does not say ringtrain $version"
