@@ -8,7 +8,8 @@
 #   RINGTRAIN_LAUNCHER   srun (default under Slurm) or mpirun
 #   RINGTRAIN_MPI        srun's --mpi plugin (pmix)
 #   RINGTRAIN_REQUEUE    1: requeue the job when training stopped on SIGTERM/SIGUSR1 (0)
-# Without a GPU on the node the job trains on the CPU backend (one thread per task).
+# Without a GPU on the node the job trains on the CPU backend, with the task's cores as threads.
+# The job scripts add their own arguments ("$@": ringtrain train flags) after these.
 set -euo pipefail
 cd "${SLURM_SUBMIT_DIR:-$(dirname "${BASH_SOURCE[0]}")/..}"
 name=${SLURM_JOB_NAME:-ringtrain}
@@ -17,9 +18,12 @@ run_dir=${RINGTRAIN_RUN_DIR:-runs/$name-${SLURM_JOB_ID:-$(date +%Y%m%d-%H%M%S)}}
 ckpt_dir=${RINGTRAIN_CKPT_DIR:-runs/$name/checkpoints}
 read -r -a user_args <<<"${RINGTRAIN_ARGS:-}"
 mkdir -p "$run_dir" "$ckpt_dir"
+# Slurm 22.05+ no longer passes the job's --cpus-per-task on to srun: without this every task
+# would get one core, whatever the job asked for.
+[ -z "${SLURM_CPUS_PER_TASK:-}" ] || export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK
 train_args=(--checkpoint-dir "$ckpt_dir" --resume auto --metrics "$run_dir/metrics.jsonl"
   --summary "$run_dir/summary.json")
-nvidia-smi -L >/dev/null 2>&1 || train_args+=(--device cpu --threads 1)
+nvidia-smi -L >/dev/null 2>&1 || train_args+=(--device cpu)
 echo "ringtrain job $name (${SLURM_JOB_ID:-no Slurm}): logs in $run_dir, checkpoints in $ckpt_dir"
 
 # finish STATUS: requeue after a checkpointed stop when asked, then exit with the status.

@@ -8,5 +8,5 @@ export NP=${NP:-$([ "$gpus" -gt 0 ] && echo "$gpus" || echo 2)}
 status=0
 # Not a pipeline into tee: this shell must see SIGTERM while mpirun runs (launch passes it on).
 RINGTRAIN_LAUNCHER=mpirun launch "$bin" train "${train_args[@]}" "${user_args[@]}" "$@" \
-  > >(tee "$run_dir/train.log") 2>&1 || status=$?
+  > >(tee -a "$run_dir/train.log") 2>&1 || status=$?
 finish "$status"

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "ringtrain/core/cpus.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/dist/world.hpp"
@@ -87,10 +88,7 @@ const CLI::Validator kFilePath(
     "FILE");
 
 int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return affinity_cores();
 }
 
 // Every rank of a job parses the same command line and fails alike: rank 0 prints for all.

@@ -1,4 +1,4 @@
-// ringtrain: one binary, subcommands `train`, `diagnose`, `inspect` and
+// ringtrain: one binary, subcommands `train`, `diagnose`, `eval`, `predict`, `inspect` and
 // `data synth|convert|import-images|inspect`, each in its own file of src/apps/.
 // Parses flags and calls the library; every error ends in one line on stderr and a non-zero exit.
 #include <spdlog/spdlog.h>
@@ -8,6 +8,8 @@
 
 #include "cli.hpp"
 #include "data_commands.hpp"
+#include "eval_command.hpp"
+#include "predict_command.hpp"
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/dist/world.hpp"
@@ -22,6 +24,10 @@ int main(int argc, char** argv) {
   cli::add_train_commands(app, train);
   cli::ToolCommands tools;
   cli::add_tool_commands(app, tools);
+  cli::EvalCommand eval;
+  cli::add_eval_command(app, eval);
+  cli::PredictCommand predict;
+  cli::add_predict_command(app, predict);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return str_cat("ringtrain: error: ", e.what(), "\nRun with --help for more information.\n");
   });
@@ -33,6 +39,8 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] %v");
   try {
     if (train.chosen()) return cli::run_train_command(train);
+    if (eval.chosen()) return cli::run_eval_command(eval);
+    if (predict.chosen()) return cli::run_predict_command(predict);
     cli::run_tool_command(tools);
   } catch (const std::exception& e) {
     const int status = cli::exit_status(e);

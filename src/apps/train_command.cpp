@@ -97,7 +97,9 @@ void add_device_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
   add_choice(cmd, "--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off");
   cmd.add_flag("--deterministic", c.deterministic,
                "CUDA: bit-identical repeats (cuDNN algorithms by rank, not timing)");
-  cmd.add_option("--threads", c.threads, "CPU backend threads (0: all)")
+  cmd.add_option("--threads", c.threads,
+                 "CPU backend threads (0: the cores this rank may use: its affinity mask, shared "
+                 "with the ranks of the node bound to the same cores)")
       ->check(whole(0, limits::kMaxThreads));
   add_choice(cmd, "--mode", c.mode,
              "ddp: one process per device (under mpirun); dp: DataParallel in one process");
@@ -190,11 +192,13 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
 void choose_device(const CLI::App& cmd, const std::string& device, TrainConfig& c) {
   const DeviceInventory devices = probe_devices();
   const bool cuda = device == "auto" ? devices.cuda_devices > 0 : device == "cuda";
-  RT_CHECK(!cuda || devices.cuda_devices > 0, "--device cuda, but ", devices.why_none);
+  RT_CHECK(!cuda || devices.cuda_devices > 0, "--device cuda, but ", devices.detail);
   c.device = cuda ? DeviceKind::cuda : DeviceKind::cpu;
   if (cuda) return;
-  spdlog::info("training on the CPU backend: {}",
-               device == "cpu" ? "--device cpu" : devices.why_none);
+  if (device == "cpu")
+    spdlog::info("training on the CPU backend: --device cpu");
+  else
+    spdlog::info("{}: using the CPU backend", devices.why_none);
   for (const char* flag : {"--model", "--depth", "--width", "--batch-size", "--global-batch-size",
                            "--epochs", "--steps", "--lr"})
     if (cmd.count(flag) > 0) return;

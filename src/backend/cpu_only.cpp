@@ -6,7 +6,8 @@
 namespace ringtrain {
 
 DeviceInventory probe_devices() {
-  return {0, "built without the CUDA backend (RINGTRAIN_CUDA=OFF or no CUDA toolkit)"};
+  const std::string why = "built without the CUDA backend (RINGTRAIN_CUDA=OFF or no CUDA toolkit)";
+  return {0, str_cat("no usable GPU (", why, ")"), why};
 }
 
 std::string device_bus_id(int device) {

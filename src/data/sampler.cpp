@@ -56,4 +56,8 @@ std::vector<int64_t> DistributedSampler::indices() const {
   return mine;
 }
 
+DistributedSampler evaluation_sampler(int64_t dataset_size, int world_size, int rank) {
+  return DistributedSampler(dataset_size, world_size, rank, false, ShardTail::uneven, 0);
+}
+
 }  // namespace ringtrain

@@ -19,6 +19,14 @@ void check_mpi(int code, const char* call) {
   throw Error(str_cat(call, " failed on rank ", rank, ": ", std::string(text, length)));
 }
 
+CpuShare node_cpu_share(const World& world) {
+  std::vector<cpu_set_t> masks(static_cast<size_t>(world.local_size()));
+  const cpu_set_t mine = affinity_mask();
+  RT_MPI_CHECK(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE,
+                             world.local_comm()));
+  return cpu_share(masks, world.local_rank());
+}
+
 int launch_rank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
     if (const char* value = std::getenv(name)) return std::atoi(value);

@@ -173,6 +173,7 @@ ProbeResults run_probes(const TrainConfig& requested) {
   MpiCommunicator comm(world.comm(), CommOptions{requested.comm_timeout_s, false,
                                                  requested.debug_comm_delay_ms * 1e-3});
   TrainConfig config = per_rank_config(requested, world.size());
+  use_cpu_share(config, world);
   RT_CHECK_AS(ConfigError, config.mode == Mode::ddp,
               "diagnose: probes the DDP configuration; drop --mode dp");
   ProbeResults p;

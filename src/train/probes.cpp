@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "ringtrain/core/clock.hpp"
+#include "ringtrain/core/cpus.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
@@ -90,7 +91,7 @@ double allreduce_probe(const TrainConfig& c, const World& world, Backend& backen
 int choose_workers(const TrainConfig& config, const Dataset& data, const World& world,
                    Backend& backend) {
   const double compute = compute_probe(config, data, world, backend).images_per_s;
-  const int most = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int most = affinity_cores();
   int best = 1;
   double best_rate = 0;
   for (int w = 1; w <= most; w *= 2) {

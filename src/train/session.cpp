@@ -75,6 +75,7 @@ TrainSession::TrainSession(const TrainConfig& requested)
   if (world.is_root())  // before any training: an unwritable folder would fail the first save
     for (const std::string& path : prepare_checkpoint_dir(config.checkpoint_dir))
       spdlog::info("removed {}, left by an interrupted checkpoint", path);
+  use_cpu_share(config, world);
   delay_startup(config);
   data = load_data(config, comm);
   model_config = config.model;
@@ -129,10 +130,9 @@ void TrainSession::build_loaders() {
   const LoaderConfig test_config = loader_config(config, false);
   const ImageFormat format = loader_format(config, backend());
   test_writer.emplace(data.test, train_source.norm, test_config.pad, format.dtype, format.layout);
-  test_loader.emplace(
-      data.test, *test_writer,
-      DistributedSampler(data.test.count, world.size(), world.rank(), false, ShardTail::uneven, 0),
-      test_config, backend());
+  test_loader.emplace(data.test, *test_writer,
+                      evaluation_sampler(data.test.count, world.size(), world.rank()), test_config,
+                      backend());
   profiler.emplace(backend(), config.profile);
   train_batches.emplace(*train_source.batches, backend(), &*profiler, train_source.augment);
   test_batches.emplace(*test_loader, backend(), nullptr, train_source.augment);

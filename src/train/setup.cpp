@@ -156,6 +156,18 @@ TrainConfig per_rank_config(TrainConfig c, int world_size) {
   return c;
 }
 
+void use_cpu_share(TrainConfig& c, const World& world) {
+  const CpuShare share = node_cpu_share(world);
+  const bool chosen = c.threads == 0;
+  if (chosen) c.threads = share.cores;
+  if (c.device != DeviceKind::cpu) return;
+  spdlog::info(
+      "CPU: this rank may use {} core(s) (its affinity mask holds {}, shared by {} rank(s) of "
+      "this node): {} compute thread(s){}",
+      share.cores, share.affinity_cores, share.sharing_ranks, c.threads,
+      chosen ? "" : " (--threads)");
+}
+
 std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) {
   if (c.device == DeviceKind::cpu) return std::make_unique<CpuBackend>(c.threads);
   const DeviceInventory devices = probe_devices();

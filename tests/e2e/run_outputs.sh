@@ -4,7 +4,7 @@
 # this process ran, and --metrics keeps the first segment's lines, a segment marker and the new
 # ones (a fresh run replaces the file); the progress line is rewritten in place only for one
 # process writing to a terminal (also when the environment looks like MPI's), never into a file
-# or under mpirun; `ringtrain diagnose` leaves the job's checkpoints alone and honours --summary
+# or under mpirun; compute threads follow the affinity mask; `ringtrain diagnose` leaves the job's checkpoints alone and honours --summary
 # and --metrics.
 #   tests/e2e/run_outputs.sh MPIEXEC build/ringtrain
 set -u
@@ -77,6 +77,29 @@ in_terminal "$mpiexec" -n 2 --oversubscribe "$bin" train "${model[@]}" --steps 3
   --no-final-checkpoint >"$dir/mpi.log" 2>&1
 grep -q 'step [0-9]*/3' "$dir/mpi.log" && ! rewritten "$dir/mpi.log" &&
   ok "mpirun on a terminal gets plain progress lines" || fail "progress under mpirun" "$dir/mpi.log"
+
+# Threads from the affinity mask, not the machine: taskset to one core gives one compute thread;
+# two unbound ranks on two cores share them.
+taskset -c 0 "$bin" train "${model[@]}" --steps 1 --no-final-checkpoint >"$dir/taskset.log" 2>&1
+grep -q "may use 1 core(s) (its affinity mask holds 1, .*: 1 compute thread" "$dir/taskset.log" &&
+  ok "taskset -c 0: $(grep -o 'may use.*' "$dir/taskset.log")" || fail "taskset -c 0" "$dir/taskset.log"
+taskset -c 0,1 "$mpiexec" -n 2 --oversubscribe --bind-to none "$bin" train "${model[@]}" --steps 1 \
+  --no-final-checkpoint >"$dir/unbound.log" 2>&1
+grep -q "may use 1 core(s) (its affinity mask holds 2, shared by 2 rank(s)" "$dir/unbound.log" &&
+  ok "2 unbound ranks on 2 cores: $(grep -o 'may use.*' "$dir/unbound.log")" ||
+  fail "2 unbound ranks on 2 cores" "$dir/unbound.log"
+
+# --device auto without a GPU says so in a user's words; --device cuda keeps CUDA's.
+if nvidia-smi -L >/dev/null 2>&1; then
+  echo "skip --device auto without a GPU: this machine has one"
+else
+  "$bin" train "${model[@]}" --steps 1 --no-final-checkpoint >"$dir/auto.log" 2>&1
+  "$bin" train "${model[@]}" --steps 1 --device cuda >"$dir/cuda.log" 2>&1
+  grep -q "no usable GPU (.*): using the CPU backend" "$dir/auto.log" &&
+    ! grep -q "cudaGetDeviceCount" "$dir/auto.log" &&
+    grep -q "error: --device cuda, but " "$dir/cuda.log" &&
+    ok "no GPU: $(grep -o 'no usable GPU.*' "$dir/auto.log")" || fail "no-GPU messages" "$dir/auto.log"
+fi
 
 # diagnose beside a job's checkpoints: they stay as they were; --summary and --metrics written.
 "$bin" train "${model[@]}" --steps 4 --checkpoint-dir "$dir/job" >"$dir/job.log" 2>&1

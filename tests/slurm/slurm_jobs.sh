@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The jobs/ scripts under a real Slurm (one node started here, slurm_cluster.sh), on the CPU
-# backend: ddp_1node.sbatch with 2 tasks and dp_1node.sbatch run to completion with their logs
-# in a per-job folder, and compare_strategies.sbatch (--gpus-per-node=0) fills its table; then a DDP job is stopped mid-run with `scancel --signal=USR1`, leaves a
-# checkpoint and exit code 75, and a second submission of the same job name resumes from it;
-# and with RINGTRAIN_REQUEUE=1 a stopped job requeues itself and resumes.
+# backend, their GPU and CPU requests turned down on the command line as on a CPU-only cluster:
+# ddp_1node.sbatch with 2 tasks (train flags given after the script name) and dp_1node.sbatch
+# run to completion with their logs in a per-job folder, and compare_strategies.sbatch,
+# submitted from a fresh clone (no runs/ folder), fills its table; then a DDP job is stopped
+# mid-run with `scancel --signal=USR1`, leaves a checkpoint and exit code 75, and a second
+# submission of the same job name resumes from it; and with RINGTRAIN_REQUEUE=1 a stopped job
+# requeues itself, resumes, and its log and metrics keep both segments.
 #   tests/slurm/slurm_jobs.sh build/ringtrain     (run from anywhere; submits from the repo root)
 set -u
 bin=$(realpath "$1")
@@ -47,8 +50,10 @@ submit() {
   sbatch --parsable --wait --job-name="$name" --output="$dir/$name-%j.out" "$@" 2>/dev/null | tail -1
 }
 
-export RINGTRAIN_CKPT_DIR=$dir/ddp-ckpt RINGTRAIN_RUN_DIR=$dir/ddp-run RINGTRAIN_ARGS="$model --steps 6"
-id=$(submit rt-ddp -n 2 jobs/ddp_1node.sbatch)
+# The scripts ask for GPUs and several cores per task; this node has neither.
+cpu_only=(--gpus-per-node=0 --ntasks-per-node=2 --cpus-per-task=1)
+export RINGTRAIN_CKPT_DIR=$dir/ddp-ckpt RINGTRAIN_RUN_DIR=$dir/ddp-run RINGTRAIN_ARGS="$model"
+id=$(submit rt-ddp -n 2 "${cpu_only[@]}" jobs/ddp_1node.sbatch --steps 6)
 if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "summary: 6 steps" "$dir/ddp-run/train.log" &&
   grep -q "(8 per rank x 2 ranks" "$dir/ddp-run/train.log"; then
   echo "ok   ddp_1node.sbatch: job $id COMPLETED, 2 ranks, log in its folder"
@@ -57,30 +62,35 @@ else
 fi
 
 export RINGTRAIN_CKPT_DIR=$dir/dp-ckpt RINGTRAIN_RUN_DIR=$dir/dp-run RINGTRAIN_DEVICES=2
-id=$(submit rt-dp jobs/dp_1node.sbatch)
+id=$(submit rt-dp --gpus-per-node=0 --cpus-per-task=2 jobs/dp_1node.sbatch)
 if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "DataParallel over 2 CPU devices" "$dir/dp-run/train.log"; then
   echo "ok   dp_1node.sbatch: job $id COMPLETED, DataParallel over 2 CPU devices"
 else
   fail "dp_1node.sbatch: job $id $(job_field "$id" JobState)" "$dir/dp-run/train.log"
 fi
 
-# The strategy comparison on this node without GPUs: the job's GPU request turned off on the
-# command line (a cluster without GPU resources refuses it otherwise), the three rows trained.
+# The strategy comparison on this node without GPUs, submitted from a fresh clone with the
+# script's own log file: the job's GPU request turned off on the command line (a cluster without
+# GPU resources refuses it otherwise), the three rows trained.
+fresh=$dir/clone
+git clone -q "$root" "$fresh" 2>/dev/null || { mkdir -p "$fresh" && cp -r "$root/jobs" "$fresh/"; }
 export OUT=$dir/cmp RINGTRAIN=$bin STEPS=4 GLOBAL_BATCH=16
-id=$(submit rt-compare --gpus-per-node=0 jobs/compare_strategies.sbatch --data "$dir/small.h5" \
-  --depth 18 --width 0.125)
-if [ "$(job_field "$id" JobState)" = COMPLETED ] &&
+id=$(cd "$fresh" && sbatch --parsable --wait --job-name=rt-compare --gpus-per-node=0 \
+  --cpus-per-task=2 jobs/compare_strategies.sbatch --data "$dir/small.h5" --depth 18 \
+  --width 0.125 2>/dev/null | tail -1)
+if [ "$(job_field "$id" JobState)" = COMPLETED ] && [ -s "$fresh/rt-compare-$id.out" ] &&
   [ "$(grep -cE '^\| (DataParallel|DDP), .* \| [0-9.]+ \|' "$dir/cmp/compare.md")" -eq 3 ]; then
-  echo "ok   compare_strategies.sbatch --gpus-per-node=0: job $id COMPLETED, three rows measured"
+  echo "ok   compare_strategies.sbatch from a fresh clone: job $id COMPLETED, three rows measured"
 else
-  fail "compare_strategies.sbatch: job $id $(job_field "$id" JobState)" "$dir/rt-compare-$id.out"
+  fail "compare_strategies.sbatch: job $id $(job_field "$id" JobState)" "$fresh/rt-compare-$id.out"
 fi
 unset OUT RINGTRAIN STEPS GLOBAL_BATCH
 
 # Stopped by the signal Slurm sends before a time limit, then resubmitted: it resumes.
 export RINGTRAIN_CKPT_DIR=$dir/long-ckpt RINGTRAIN_RUN_DIR=$dir/long-run
 export RINGTRAIN_ARGS="$model --steps 40 --debug-loader-delay-ms 60"
-id=$(sbatch --parsable --job-name=rt-long --output="$dir/long-%j.out" -n 2 jobs/ddp_1node.sbatch)
+id=$(sbatch --parsable --job-name=rt-long --output="$dir/long-%j.out" -n 2 "${cpu_only[@]}" \
+  jobs/ddp_1node.sbatch)
 signal_at_step5 "$id" "$dir/long-run/train.log"
 wait_done "$id"
 checkpoint=$(ls "$dir/long-ckpt" 2>/dev/null | head -1)
@@ -90,7 +100,7 @@ else
   fail "signalled job $id: exit $(job_field "$id" ExitCode), checkpoint '${checkpoint}'" "$dir/long-run/train.log"
 fi
 export RINGTRAIN_RUN_DIR=$dir/long-run-2
-id=$(submit rt-long -n 2 jobs/ddp_1node.sbatch)
+id=$(submit rt-long -n 2 "${cpu_only[@]}" jobs/ddp_1node.sbatch)
 if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "resumed from .*$checkpoint" "$dir/long-run-2/train.log" &&
   grep -q "summary: 40 steps" "$dir/long-run-2/train.log"; then
   echo "ok   resubmission: job $id resumed from $checkpoint and finished"
@@ -100,8 +110,8 @@ fi
 # RINGTRAIN_REQUEUE=1: the stopped job requeues itself. Slurm holds a requeued job back for a
 # while (Reason=BeginTime); the test releases it, then it resumes and finishes.
 export RINGTRAIN_CKPT_DIR=$dir/requeue-ckpt RINGTRAIN_RUN_DIR=$dir/requeue-run RINGTRAIN_REQUEUE=1
-id=$(sbatch --parsable --job-name=rt-requeue --open-mode=append --output="$dir/requeue-%j.out" \
-  -n 2 jobs/ddp_1node.sbatch)
+id=$(sbatch --parsable --job-name=rt-requeue --output="$dir/requeue-%j.out" -n 2 "${cpu_only[@]}" \
+  jobs/ddp_1node.sbatch)
 signal_at_step5 "$id" "$dir/requeue-run/train.log"
 # Release the hold once the requeued job has been back to PENDING for 2 s (an earlier update can
 # be undone while Slurm is still requeueing it, so it is repeated while the job waits). Not at
@@ -120,8 +130,10 @@ for _ in $(seq 1200); do
   sleep 0.2
 done
 if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "requeueing job $id" "$dir/requeue-$id.out" &&
-  grep -q "resumed from" "$dir/requeue-run/train.log" && grep -q "summary: 40 steps" "$dir/requeue-run/train.log"; then
-  echo "ok   RINGTRAIN_REQUEUE=1: job $id requeued itself after the signal, resumed and finished"
+  grep -q "resumed from" "$dir/requeue-run/train.log" && grep -q "summary: 40 steps" "$dir/requeue-run/train.log" &&
+  grep -q "step 5/40" "$dir/requeue-run/train.log" && grep -q '"segment":"resumed"' "$dir/requeue-run/metrics.jsonl" &&
+  [ "$(grep -c "ringtrain job rt-requeue" "$dir/requeue-$id.out")" -eq 2 ]; then
+  echo "ok   RINGTRAIN_REQUEUE=1: job $id requeued itself after the signal, resumed and finished; log and metrics kept both segments"
 else
   fail "requeue: job $id $(job_field "$id" JobState), restarts $(job_field "$id" Restarts)" "$dir/requeue-$id.out"
   echo "-- what slurmctld did with job $id:"

@@ -7,7 +7,8 @@ namespace ringtrain {
 // without a driver or a GPU, there are none.
 struct DeviceInventory {
   int cuda_devices = 0;
-  std::string why_none;  // why cuda_devices is 0, for the log
+  std::string why_none;  // why cuda_devices is 0, in a user's words: "no usable GPU (...)"
+  std::string detail;    // and as CUDA said it, for an explicit --device cuda
 };
 DeviceInventory probe_devices();
 

@@ -32,4 +32,9 @@ class DistributedSampler {
   int64_t per_rank_;
 };
 
+// An evaluation's shard: in index order, each sample on exactly one rank (ShardTail::uneven),
+// so that sums over the ranks are sums over the split. Training's test split and
+// `ringtrain eval` both use it.
+DistributedSampler evaluation_sampler(int64_t dataset_size, int world_size, int rank);
+
 }  // namespace ringtrain

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "ringtrain/core/cpus.hpp"
+
 namespace ringtrain {
 
 // The MPI world of this job: rank and size, and the rank and size within this node (ranks that
@@ -32,6 +34,10 @@ class World {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   MPI_Comm local_ = MPI_COMM_NULL;
 };
+
+// This rank's share of its node's cores (cpu_share over the local ranks' affinity masks).
+// Collective over the node's ranks.
+CpuShare node_cpu_share(const World& world);
 
 // Where the ranks run, for rank 0's log: "4 ranks on 2 nodes: node1 ranks 0-1, node2 ranks 2-3"
 // (node names as MPI reports them; nodes in the order of their first rank). Collective.

@@ -54,6 +54,11 @@ int dp_devices(const TrainConfig& c, int visible_gpus);
 // devices are resolved (dp_devices). Validates.
 TrainConfig per_rank_config(TrainConfig c, int world_size);
 
+// --threads 0 (the default) becomes this rank's share of its node's cores (node_cpu_share: its
+// affinity mask, divided among the local ranks that share it), and rank 0 says what was chosen.
+// Collective over the node's ranks.
+void use_cpu_share(TrainConfig& c, const World& world);
+
 // This rank's backend: the CPU, or the CUDA device of its local rank (see assign_device).
 std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world);
 // --mode dp's backends: one CPU backend per replica (the --threads shared out), or one CUDA

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kernels.hpp"
+#include "ringtrain/core/cpus.hpp"
 #include "ringtrain/core/layout.hpp"
 
 namespace ringtrain {
@@ -17,10 +18,7 @@ namespace ringtrain {
 using cpu::dispatch_float;
 using cpu::elementwise;
 
-CpuBackend::CpuBackend(int threads)
-    : pool_((threads > 0 ? threads
-                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) -
-            1) {
+CpuBackend::CpuBackend(int threads) : pool_((threads > 0 ? threads : affinity_cores()) - 1) {
   openblas_set_num_threads(1);
 }
 

@@ -1,4 +1,5 @@
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include "ringtrain/backend/cuda/cuda_check.hpp"
 #include "ringtrain/backend/devices.hpp"
@@ -6,15 +7,34 @@
 
 namespace ringtrain {
 
+namespace {
+
+// Why cudaGetDeviceCount found no GPU, as a user would say it. CUDA reports a missing driver
+// as an insufficient one: whether the driver's library loads tells them apart.
+std::string no_gpu_reason(cudaError_t status) {
+  if (status == cudaErrorInsufficientDriver || status == cudaErrorStubLibrary) {
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!driver) return "no usable GPU (no NVIDIA driver)";
+    dlclose(driver);
+    return "no usable GPU (the NVIDIA driver is older than this build's CUDA runtime)";
+  }
+  if (status == cudaErrorNoDevice) return "no usable GPU (no CUDA device visible)";
+  return str_cat("no usable GPU (", cudaGetErrorString(status), ")");
+}
+
+}  // namespace
+
 DeviceInventory probe_devices() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   // No driver or no device is an answer here, not a failure: the CPU backend takes over.
   if (status != cudaSuccess) {
     cudaGetLastError();
-    return {0, std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status)};
+    return {0, no_gpu_reason(status),
+            std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status)};
   }
-  return {count, count == 0 ? "no CUDA device visible" : ""};
+  if (count == 0) return {0, "no usable GPU (no CUDA device visible)", "no CUDA device visible"};
+  return {count, "", ""};
 }
 
 std::string device_bus_id(int device) {
