@@ -25,12 +25,14 @@ install(DIRECTORY jobs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/ringtrain/jobs USE_
 
 # Note: ringtrain_core stays the static library every in-tree program (and the GPU bundle)
 # links, so the install adds no shared library to find at run time and changes no build. Its
-# PRIVATE dependencies (OpenBLAS, oneDNN, OpenMP, HDF5, spdlog, JSON, JPEG, PNG; with CUDA also
-# the static CUDA runtime, cuBLAS, cuDNN, NCCL) are then a consumer's link dependencies: the
-# exported target names them as $<LINK_ONLY:...> and ringtrainConfig.cmake finds each again
-# with find_dependency as this build found it, so a consumer links what the ringtrain binary
-# links (the development packages ringtrain builds with are needed). oneDNN has no CMake
-# target: the exported target names the library file this build found.
+# PRIVATE dependencies (OpenBLAS, oneDNN, OpenMP, spdlog, JPEG, PNG, libarchive, OpenSSL's
+# crypto; with CUDA also the static CUDA runtime, cuBLAS, cuDNN, NCCL) are then a consumer's
+# link dependencies: the exported target names them as $<LINK_ONLY:...> and
+# ringtrainConfig.cmake finds each again with find_dependency as this build found it, so a
+# consumer links what the ringtrain binary links (the development packages ringtrain builds
+# with are needed). A new dependency of ringtrain_core needs its find_dependency there too
+# (e2e.install fails without it). oneDNN has no CMake target: the exported target names the
+# library file this build found.
 set(RINGTRAIN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ringtrain)
 install(TARGETS ringtrain_core EXPORT ringtrainTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

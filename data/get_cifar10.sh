@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Downloads the CIFAR-10 binary distribution and converts it to data/cifar10.h5.
+# Downloads the CIFAR-10 binary distribution and imports it to data/cifar10.h5.
 # Needs internet access and a built build/ringtrain. Never called by the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,5 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 curl -fL --retry 3 -o "$tmp/cifar.tar.gz" "$url"
 echo "$md5  $tmp/cifar.tar.gz" | md5sum -c -
-tar -xzf "$tmp/cifar.tar.gz" -C "$tmp"
-build/ringtrain data convert --from cifar10-bin "$tmp/cifar-10-batches-bin" --out data/cifar10.h5 --gzip 1
+build/ringtrain data import-cifar "$tmp/cifar.tar.gz" data/cifar10.h5 --gzip 1
 build/ringtrain data inspect data/cifar10.h5

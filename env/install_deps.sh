@@ -13,6 +13,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools libxxhash-dev
   "$jpeg_dev" libpng-dev
+  libarchive-dev libssl-dev
   libopenblas-dev libdnnl-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev

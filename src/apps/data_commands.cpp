@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "cli.hpp"
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/data/provenance.hpp"
 #include "ringtrain/train/checkpoint.hpp"
 #include "ringtrain/train/config.hpp"
 
@@ -105,6 +107,46 @@ void run_import(const ToolCommands& t) {
                s.skipped, s.first_skipped);
 }
 
+void add_import_cifar_command(CLI::App& data, ToolCommands& t) {
+  CifarImportConfig& c = t.cifar_config;
+  t.import_cifar = data.add_subcommand(
+      "import-cifar",
+      "convert an official CIFAR-10 archive, cifar-10-python.tar.gz or cifar-10-binary.tar.gz as "
+      "downloaded, to HDF5 (its MD5 checked against the published one)");
+  t.import_cifar->add_option("archive", c.archive, "the .tar.gz")->required()->check(kFilePath);
+  t.import_cifar->add_option("out", c.out, "HDF5 file to write")->required()->check(kFilePath);
+  t.import_cifar->add_flag("--force", c.force, "replace OUT if it exists");
+  t.import_cifar->add_option("--gzip", c.gzip, "compression level 0-9")->check(CLI::Range(0, 9));
+}
+
+// `data import-cifar`, saying on stderr each member read, an MD5 that is not the published one,
+// and what it wrote.
+void run_import_cifar(const ToolCommands& t) {
+  CifarImportConfig c = t.cifar_config;
+  const auto start = std::chrono::steady_clock::now();
+  c.report = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  const CifarImportSummary s = import_cifar10_archive(c);
+  fmt::print(stderr,
+             "import-cifar: wrote {}: {} train and {} test images, {} classes, 32x32 RGB, from the "
+             "{} archive {} (md5 {}, {}), in {:.2f} s\n",
+             c.out, s.train, s.test, s.classes,
+             s.format == CifarFormat::python ? "python" : "binary", c.archive, s.md5,
+             s.md5_published ? "the published one" : "NOT the published one",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// `data convert`: the binary distribution's folder, with its provenance.
+void run_convert(const ToolCommands& t) {
+  const Dataset d = read_cifar10_bin(t.convert_dir);
+  Provenance p;
+  p.importer = "ringtrain data convert";
+  p.source_dir = std::filesystem::canonical(t.convert_dir).string();
+  FileAttributes attributes;
+  add_provenance(p, d, attributes);
+  write_hdf5_dataset(t.out, d, t.gzip, attributes);
+  spdlog::info("wrote {}: {} train and {} test images", t.out, d.train.count, d.test.count);
+}
+
 }  // namespace
 
 void add_tool_commands(CLI::App& app, ToolCommands& t) {
@@ -112,6 +154,7 @@ void add_tool_commands(CLI::App& app, ToolCommands& t) {
   data->require_subcommand(1);
   add_synth_command(*data, t);
   add_import_command(*data, t);
+  add_import_cifar_command(*data, t);
   t.convert = data->add_subcommand(
       "convert", "convert the CIFAR-10 binary distribution (cifar-10-batches-bin/) to HDF5");
   t.convert->add_option("--from", "input format")
@@ -132,11 +175,11 @@ void add_tool_commands(CLI::App& app, ToolCommands& t) {
 
 void run_tool_command(const ToolCommands& t) {
   if (*t.convert) {
-    const Dataset d = read_cifar10_bin(t.convert_dir);
-    write_hdf5_dataset(t.out, d, t.gzip);
-    spdlog::info("wrote {}: {} train and {} test images", t.out, d.train.count, d.test.count);
+    run_convert(t);
   } else if (*t.import_images) {
     run_import(t);
+  } else if (*t.import_cifar) {
+    run_import_cifar(t);
   } else if (*t.inspect) {
     std::fputs((is_checkpoint(t.path) ? inspect_checkpoint(t.path)
                                       : inspect_dataset(read_hdf5_dataset(t.path), t.path))
@@ -146,7 +189,8 @@ void run_tool_command(const ToolCommands& t) {
     std::fputs(inspect_dataset(read_hdf5_dataset(t.path), t.path).c_str(), stdout);
   } else if (*t.synth) {
     const SynthConfig& c = t.synth_config;
-    write_hdf5_dataset(t.out, make_synthetic(c), t.gzip);
+    const Dataset d = make_synthetic(c);
+    write_hdf5_dataset(t.out, d, t.gzip, synthetic_attributes(c, d, "ringtrain data synth"));
     spdlog::info("wrote {}: {} train and {} test images {}x{}x{}, {} classes", t.out, c.train_count,
                  c.test_count, c.height, c.width, c.channels, c.classes);
   }

@@ -1,8 +1,9 @@
 #pragma once
-// `ringtrain data synth|convert|import-images|inspect` and `ringtrain inspect`.
+// `ringtrain data synth|convert|import-images|import-cifar|inspect` and `ringtrain inspect`.
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "ringtrain/data/cifar10_archive.hpp"
 #include "ringtrain/data/image_folder.hpp"
 #include "ringtrain/data/synthetic.hpp"
 
@@ -10,10 +11,11 @@ namespace ringtrain::cli {
 
 // The dataset and checkpoint tools: what each was asked to do.
 struct ToolCommands {
-  CLI::App *synth = nullptr, *convert = nullptr, *import_images = nullptr, *inspect_data = nullptr,
-           *inspect = nullptr;
+  CLI::App *synth = nullptr, *convert = nullptr, *import_images = nullptr, *import_cifar = nullptr,
+           *inspect_data = nullptr, *inspect = nullptr;
   SynthConfig synth_config;
   ImportConfig import_config;
+  CifarImportConfig cifar_config;
   std::string out, convert_dir, path, image_size;
   int gzip = 0;
 };

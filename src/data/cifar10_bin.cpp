@@ -11,61 +11,76 @@
 namespace ringtrain {
 namespace {
 
-constexpr int kSide = 32, kChannels = 3, kPixels = kSide * kSide * kChannels;
-constexpr int kRecord = 1 + kPixels;
-
-void append_batch_file(const std::filesystem::path& file, Split& split) {
+std::vector<uint8_t> read_file(const std::filesystem::path& file) {
   RT_CHECK(std::filesystem::exists(file), "data convert: ", file.string(), ": no such file");
-  const auto size = std::filesystem::file_size(file);
-  RT_CHECK(size > 0 && size % kRecord == 0, "data convert: ", file.string(), ": ", size,
-           " bytes is not a whole number of ", kRecord, "-byte CIFAR-10 records");
   std::ifstream in(file, std::ios::binary);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
-  RT_CHECK(bytes.size() == size, "data convert: ", file.string(), ": short read");
-  const int64_t records = static_cast<int64_t>(size / kRecord);
-  for (int64_t r = 0; r < records; ++r) {
-    const uint8_t* rec = bytes.data() + r * kRecord;
-    RT_CHECK(rec[0] < 10, "data convert: ", file.string(), ": record ", r, " has label ",
-             int(rec[0]), ", outside [0, 10)");
-    split.labels.push_back(rec[0]);
-    const size_t at = split.images.size();
-    split.images.resize(at + kPixels);
-    for (int c = 0; c < kChannels; ++c)
-      for (int p = 0; p < kSide * kSide; ++p)
-        split.images[at + static_cast<size_t>(p * kChannels + c)] = rec[1 + c * kSide * kSide + p];
-  }
-  split.count += records;
-}
-
-Split empty_split() {
-  Split s;
-  s.height = s.width = kSide;
-  s.channels = kChannels;
-  return s;
-}
-
-std::vector<std::string> read_class_names(const std::filesystem::path& file) {
-  std::vector<std::string> names;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && line.find_first_not_of(" \r\t") != std::string::npos)
-      names.push_back(line.substr(0, line.find_last_not_of(" \r\t") + 1));
-  return names;
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  RT_CHECK(!in.bad() && bytes.size() == std::filesystem::file_size(file),
+           "data convert: ", file.string(), ": short read");
+  return bytes;
 }
 
 }  // namespace
+
+Split cifar10_split() {
+  Split s;
+  s.height = s.width = kCifarSide;
+  s.channels = kCifarChannels;
+  return s;
+}
+
+void append_cifar10_image(const uint8_t* chw, int64_t label, Split& split, const std::string& what,
+                          int64_t record) {
+  RT_CHECK(label >= 0 && label < kCifarClasses, what, ": record ", record, " has label ", label,
+           ", outside [0, ", kCifarClasses, ")");
+  split.labels.push_back(static_cast<int32_t>(label));
+  const size_t at = split.images.size();
+  split.images.resize(at + kCifarImageBytes);
+  constexpr int kPlane = kCifarSide * kCifarSide;
+  for (int c = 0; c < kCifarChannels; ++c)
+    for (int p = 0; p < kPlane; ++p)
+      split.images[at + static_cast<size_t>(p * kCifarChannels + c)] = chw[c * kPlane + p];
+  ++split.count;
+}
+
+void append_cifar10_records(const std::vector<uint8_t>& bytes, const std::string& what,
+                            Split& split) {
+  constexpr size_t kRecord = 1 + kCifarImageBytes;
+  RT_CHECK(!bytes.empty() && bytes.size() % kRecord == 0, what, ": ", bytes.size(),
+           " bytes is not a whole number of ", kRecord, "-byte CIFAR-10 records");
+  const int64_t records = static_cast<int64_t>(bytes.size() / kRecord);
+  for (int64_t r = 0; r < records; ++r) {
+    const uint8_t* rec = bytes.data() + r * kRecord;
+    append_cifar10_image(rec + 1, rec[0], split, what, r);
+  }
+}
+
+std::vector<std::string> cifar10_class_names(const std::string& text) {
+  std::vector<std::string> names;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(" \r\t") != std::string::npos)
+      names.push_back(line.substr(0, line.find_last_not_of(" \r\t") + 1));
+  return names;
+}
 
 Dataset read_cifar10_bin(const std::string& dir) {
   const std::filesystem::path root(dir);
   RT_CHECK(std::filesystem::is_directory(root), "data convert: ", dir, ": not a folder");
   Dataset d;
-  d.train = empty_split();
-  d.test = empty_split();
-  for (int i = 1; i <= 5; ++i)
-    append_batch_file(root / ("data_batch_" + std::to_string(i) + ".bin"), d.train);
-  append_batch_file(root / "test_batch.bin", d.test);
-  d.class_names = read_class_names(root / "batches.meta.txt");
+  d.train = cifar10_split();
+  d.test = cifar10_split();
+  const auto append = [](const std::filesystem::path& file, Split& split) {
+    append_cifar10_records(read_file(file), "data convert: " + file.string(), split);
+  };
+  for (int i = 1; i <= 5; ++i) append(root / ("data_batch_" + std::to_string(i) + ".bin"), d.train);
+  append(root / "test_batch.bin", d.test);
+  const std::filesystem::path meta = root / "batches.meta.txt";
+  if (std::filesystem::exists(meta)) {
+    const std::vector<uint8_t> text = read_file(meta);
+    d.class_names = cifar10_class_names(std::string(text.begin(), text.end()));
+  }
   if (d.class_names.empty())
     d.class_names = {"airplane", "automobile", "bird",  "cat",  "deer",
                      "dog",      "frog",       "horse", "ship", "truck"};
@@ -77,6 +92,7 @@ Dataset read_cifar10_bin(const std::string& dir) {
 std::string inspect_dataset(const Dataset& data, const std::string& path) {
   std::ostringstream os;
   os << path << ": " << data.classes() << " classes\n";
+  for (const auto& [name, value] : data.attributes) os << "  " << name << ": " << value << "\n";
   for (const auto& [name, split] :
        {std::pair<const char*, const Split*>{"train", &data.train}, {"test", &data.test}}) {
     os << "  " << name << ": " << split->count << " images " << split->height << "x" << split->width

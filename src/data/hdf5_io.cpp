@@ -253,6 +253,31 @@ std::vector<std::string> read_class_names(hid_t file, const std::string& path) {
                             what);
 }
 
+// Every scalar string attribute of the file, by name, in name order (the provenance records).
+std::vector<std::pair<std::string, std::string>> read_text_attributes(hid_t file,
+                                                                      const std::string& path) {
+  std::vector<std::string> names;
+  const auto collect = [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+    return 0;
+  };
+  RT_CHECK(H5Aiterate2(file, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect, &names) >= 0,
+           "data: ", path, ": listing the file's attributes failed (H5Aiterate2)");
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const std::string& name : names) {
+    const std::string what = str_cat("data: ", path, ": attribute ", name, ": ");
+    Handle attr(H5Aopen(file, name.c_str(), H5P_DEFAULT), H5Aclose);
+    RT_CHECK(attr.ok(), what, "cannot be opened (H5Aopen)");
+    Handle type(H5Aget_type(attr.get()), H5Tclose), space(H5Aget_space(attr.get()), H5Sclose);
+    RT_CHECK(type.ok() && space.ok(), what, "H5Aget_type or H5Aget_space failed");
+    if (H5Tget_class(type.get()) != H5T_STRING ||
+        H5Sget_simple_extent_type(space.get()) != H5S_SCALAR)
+      continue;
+    texts.emplace_back(name, read_string_values(attr.get(), type.get(), space.get(), 1, what)[0]);
+  }
+  return texts;
+}
+
 // class0 .. classK for K the largest train label, for a file without `classes`.
 std::vector<std::string> default_class_names(const Split& train, const std::string& path) {
   const auto largest = std::max_element(train.labels.begin(), train.labels.end());
@@ -367,6 +392,7 @@ Dataset read_hdf5_dataset(const std::string& path, int64_t max_train_image_bytes
   if (d.class_names.empty()) d.class_names = default_class_names(d.train, path);
   check_labels(d.train, d.classes(), path, "train");
   check_labels(d.test, d.classes(), path, "test");
+  d.attributes = read_text_attributes(file.get(), path);
   return d;
 }
 
@@ -392,6 +418,20 @@ void read_hdf5_images(const std::string& path, const std::string& split, int64_t
                    H5P_DEFAULT, out) >= 0,
            where(path, name), "read of images [", first, ", ", first + count,
            ") failed (truncated or corrupt file?)");
+}
+
+void check_output_file(const std::string& out, bool force, const std::string& what) {
+  struct stat st {};
+  const bool exists = stat(out.c_str(), &st) == 0;
+  RT_CHECK(!exists || !S_ISDIR(st.st_mode), what, out,
+           ": is a folder: name the HDF5 file to write");
+  RT_CHECK(!exists || force, what, out, ": exists: pass --force to replace it");
+  const std::string probe = out + ".tmp";
+  const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  RT_CHECK(fd >= 0, what, "cannot write ", out, ": creating ", probe,
+           " failed: ", std::strerror(errno), ": choose a folder that exists and may be written");
+  RT_CHECK(close(fd) == 0 && unlink(probe.c_str()) == 0, what, "cannot write ", out, ": ", probe,
+           ": close or unlink failed: ", std::strerror(errno));
 }
 
 void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_level,

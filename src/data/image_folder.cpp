@@ -1,8 +1,5 @@
 #include "ringtrain/data/image_folder.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -15,11 +12,10 @@
 #include <mutex>
 
 #include "ringtrain/core/error.hpp"
-#include "ringtrain/core/hash.hpp"
 #include "ringtrain/core/thread_pool.hpp"
-#include "ringtrain/core/version.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/image_decode.hpp"
+#include "ringtrain/data/provenance.hpp"
 
 namespace ringtrain {
 namespace {
@@ -217,21 +213,6 @@ void add_jobs(const SplitListing& listing, Split& split, std::vector<DecodeJob>&
                     split.images.data() + i * split.image_bytes()});
 }
 
-// Refuses an existing output unless `force`, and one that cannot be created, before the long
-// part: the probe creates and removes OUT.tmp, the writer's own temporary file.
-void check_output(const std::string& out, bool force) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(out, ec);
-  RT_CHECK(!fs::is_directory(status), kWhat, out, ": is a folder: name the HDF5 file to write");
-  RT_CHECK(!fs::exists(status) || force, kWhat, out, ": exists: pass --force to replace it");
-  const std::string probe = out + ".tmp";
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  RT_CHECK(fd >= 0, kWhat, "cannot write ", out, ": creating ", probe,
-           " failed: ", std::strerror(errno), ": choose a folder that exists and may be written");
-  ::close(fd);
-  std::remove(probe.c_str());
-}
-
 // Per-channel mean and population standard deviation on the 0-1 scale.
 // Note: from exact integer moments (n * sum of squares - sum^2 = n^2 * variance, in 128 bits),
 // then divisions and a square root, each rounded once: nothing a compiler could fuse into a
@@ -253,24 +234,15 @@ void channel_moments(const Split& s, std::vector<double>& mean, std::vector<doub
   }
 }
 
-uint64_t content_hash(const Dataset& d) {
-  uint64_t h = 0;
-  for (const Split* s : {&d.train, &d.test}) {
-    h = xxh64(s->images.data(), s->images.size(), h);
-    h = xxh64(s->labels.data(), s->labels.size() * sizeof(int32_t), h);
-  }
-  return h;
-}
-
 FileAttributes provenance(const Dataset& d, const std::string& dir) {
   FileAttributes a;
   std::vector<double> mean, stdev;
   channel_moments(d.train, mean, stdev);
   a.numbers = {{"channel_mean", mean}, {"channel_std", stdev}};
-  a.texts = {{"source_dir", fs::canonical(dir).string()},
-             {"importer", "ringtrain data import-images"},
-             {"importer_version", RINGTRAIN_VERSION},
-             {"content_xxh64", hex64(content_hash(d))}};
+  Provenance p;
+  p.importer = "ringtrain data import-images";
+  p.source_dir = fs::canonical(dir).string();
+  add_provenance(p, d, a);
   return a;
 }
 
@@ -317,7 +289,7 @@ ImageFolder load_image_folder(const ImportConfig& c) {
 }
 
 ImportSummary import_image_folder(const ImportConfig& c) {
-  check_output(c.out, c.force);
+  check_output_file(c.out, c.force, kWhat);
   const ImageFolder folder = load_image_folder(c);
   const Dataset& d = folder.data;
   write_hdf5_dataset(c.out, d, c.gzip, provenance(d, c.dir));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ringtrain/core/checked_math.hpp"
+#include "ringtrain/data/provenance.hpp"
 
 namespace ringtrain {
 namespace {
@@ -84,6 +85,19 @@ Dataset make_synthetic(const SynthConfig& c) {
   d.test = make_split(c, waves, c.test_count, rng);
   for (int k = 0; k < c.classes; ++k) d.class_names.push_back("pattern" + std::to_string(k));
   return d;
+}
+
+FileAttributes synthetic_attributes(const SynthConfig& c, const Dataset& data,
+                                    const std::string& importer) {
+  Provenance p;
+  p.importer = importer;
+  p.generator =
+      str_cat("make_synthetic: ", c.train_count, " train and ", c.test_count, " test images ",
+              c.height, "x", c.width, "x", c.channels, ", ", c.classes, " classes");
+  p.seed = std::to_string(c.seed);
+  FileAttributes attributes;
+  add_provenance(p, data, attributes);
+  return attributes;
 }
 
 }  // namespace ringtrain

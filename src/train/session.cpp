@@ -10,6 +10,7 @@
 #include "ringtrain/core/checked_math.hpp"
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/data/fingerprint.hpp"
+#include "ringtrain/data/provenance.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
 #include "ringtrain/train/probes.hpp"
@@ -178,6 +179,7 @@ void TrainSession::log_start() {
       data.train.count, data.test.count, data.train.height, data.train.width, data.train.channels,
       mc.classes, length.total_steps, length.global_batch, config.batch_size, world.size(),
       config.accum_steps, device_name());
+  spdlog::info("{}", describe_provenance(data, data_path(config)));
   spdlog::info("loader: {} worker(s), {} ready batch(es) each; images normalised {}{}",
                config.workers, config.prefetch_factor,
                config.augment_on == AugmentOn::device ? "on the device after the copy"

@@ -30,7 +30,9 @@ bool write_synthetic_if_missing(const std::string& path) {
   if (std::filesystem::exists(path)) return false;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
-  write_hdf5_dataset(path, make_synthetic(SynthConfig{}));
+  const Dataset data = make_synthetic(SynthConfig{});
+  write_hdf5_dataset(path, data, 0,
+                     synthetic_attributes(SynthConfig{}, data, "ringtrain train (no --data)"));
   return true;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ringtrain {
@@ -16,11 +17,12 @@ struct Split {
   const uint8_t* image(int64_t i) const { return images.data() + i * image_bytes(); }
 };
 
-// A data file's content (schema: docs/ARCHITECTURE.md): /train and /test splits and the class
-// names.
+// A data file's content (schema: docs/data.md): /train and /test splits, the class names, and
+// the file's scalar text attributes as read (its provenance: data/provenance.hpp), by name.
 struct Dataset {
   Split train, test;
   std::vector<std::string> class_names;
+  std::vector<std::pair<std::string, std::string>> attributes;
   int classes() const { return static_cast<int>(class_names.size()); }
 };
 

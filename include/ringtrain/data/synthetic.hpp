@@ -1,7 +1,10 @@
 #pragma once
 #include <cstdint>
 
+#include <string>
+
 #include "ringtrain/data/dataset.hpp"
+#include "ringtrain/data/hdf5_io.hpp"
 
 namespace ringtrain {
 
@@ -22,5 +25,10 @@ struct SynthConfig {
 // Deterministic for a seed. Throws an Error for settings out of range, or a dataset larger than
 // this machine's memory (it is built in memory before it is written).
 Dataset make_synthetic(const SynthConfig& config);
+
+// The provenance of `data`, made by make_synthetic(config) for `importer` (the command): the
+// generator and its settings, the seed, and the content hash (data/provenance.hpp).
+FileAttributes synthetic_attributes(const SynthConfig& config, const Dataset& data,
+                                    const std::string& importer);
 
 }  // namespace ringtrain
