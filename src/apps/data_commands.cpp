@@ -137,6 +137,7 @@ void run_import_cifar(const ToolCommands& t) {
 
 // `data convert`: the binary distribution's folder, with its provenance.
 void run_convert(const ToolCommands& t) {
+  check_output_file(t.out, true, "data convert: ");
   const Dataset d = read_cifar10_bin(t.convert_dir);
   Provenance p;
   p.importer = "ringtrain data convert";
@@ -189,6 +190,7 @@ void run_tool_command(const ToolCommands& t) {
     std::fputs(inspect_dataset(read_hdf5_dataset(t.path), t.path).c_str(), stdout);
   } else if (*t.synth) {
     const SynthConfig& c = t.synth_config;
+    check_output_file(t.out, true, "data synth: ");  // its folder made; replaced when it exists
     const Dataset d = make_synthetic(c);
     write_hdf5_dataset(t.out, d, t.gzip, synthetic_attributes(c, d, "ringtrain data synth"));
     spdlog::info("wrote {}: {} train and {} test images {}x{}x{}, {} classes", t.out, c.train_count,

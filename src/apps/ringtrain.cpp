@@ -14,12 +14,19 @@
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/dist/world.hpp"
 #include "train_command.hpp"
+#include "version_text.hpp"
 
 int main(int argc, char** argv) {
   using namespace ringtrain;
   CLI::App app{"ringtrain: data-parallel ResNet training on CIFAR-10 that keeps every GPU busy"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ringtrain " RINGTRAIN_VERSION);
+  app.footer(
+      "Exit status: 0 done; 1 failed (a missing or malformed file, an MPI or device error, a "
+      "failing rank); 2 usage or configuration error, nothing was done (the message says which "
+      "flag); 65 training diverged (a NaN or infinite loss: rerunning fails the same way); 75 "
+      "stopped by SIGTERM or SIGUSR1 after writing a checkpoint (requeue: --resume auto "
+      "continues).");
+  app.set_version_flag("--version", [] { return cli::version_text(); });
   cli::TrainCommands train;
   cli::add_train_commands(app, train);
   cli::ToolCommands tools;

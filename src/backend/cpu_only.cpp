@@ -5,6 +5,10 @@
 
 namespace ringtrain {
 
+std::vector<LibraryVersion> cuda_library_versions() {
+  return {{"CUDA, cuDNN, cuBLAS", "", ""}};
+}
+
 DeviceInventory probe_devices() {
   const std::string why = "built without the CUDA backend (RINGTRAIN_CUDA=OFF or no CUDA toolkit)";
   return {0, str_cat("no usable GPU (", why, ")"), why};

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/hdf5_attributes.hpp"
@@ -426,6 +427,11 @@ void check_output_file(const std::string& out, bool force, const std::string& wh
   RT_CHECK(!exists || !S_ISDIR(st.st_mode), what, out,
            ": is a folder: name the HDF5 file to write");
   RT_CHECK(!exists || force, what, out, ": exists: pass --force to replace it");
+  const std::filesystem::path folder = std::filesystem::path(out).parent_path();
+  std::error_code error;
+  if (!folder.empty()) std::filesystem::create_directories(folder, error);
+  RT_CHECK(!error, what, "cannot create the folder ", folder.string(), " for ", out, ": ",
+           error.message());
   const std::string probe = out + ".tmp";
   const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   RT_CHECK(fd >= 0, what, "cannot write ", out, ": creating ", probe,

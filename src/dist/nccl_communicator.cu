@@ -286,6 +286,14 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
+LibraryVersion nccl_version() {
+  int runs = 0;
+  const bool known = ncclGetVersion(&runs) == ncclSuccess;
+  // ncclGetVersion encodes major * 10000 + minor * 100 + patch (NCCL 2.9 and later).
+  return {"NCCL", dotted(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),
+          known ? dotted(runs / 10000, runs % 10000 / 100, runs % 100) : ""};
+}
+
 NcclUniqueId make_nccl_unique_id() {
   ncclUniqueId id;
   check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");

@@ -9,6 +9,10 @@ namespace {
 }
 }  // namespace
 
+LibraryVersion nccl_version() {
+  return {"NCCL", "", ""};
+}
+
 NcclUniqueId make_nccl_unique_id() {
   no_nccl();
 }

@@ -19,6 +19,15 @@ void check_mpi(int code, const char* call) {
   throw Error(str_cat(call, " failed on rank ", rank, ": ", std::string(text, length)));
 }
 
+LibraryVersion mpi_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  const bool known = MPI_Get_library_version(text, &length) == MPI_SUCCESS;
+  std::string runs = known ? std::string(text, static_cast<size_t>(length)) : "";
+  runs = runs.substr(0, runs.find_first_of(",\n"));  // Open MPI adds the repository and date
+  return {"MPI", str_cat("MPI-", dotted(MPI_VERSION, MPI_SUBVERSION)), runs};
+}
+
 CpuShare node_cpu_share(const World& world) {
   std::vector<cpu_set_t> masks(static_cast<size_t>(world.local_size()));
   const cpu_set_t mine = affinity_mask();

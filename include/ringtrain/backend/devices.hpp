@@ -1,5 +1,8 @@
 #pragma once
 #include <string>
+#include <vector>
+
+#include "ringtrain/core/library_version.hpp"
 
 namespace ringtrain {
 
@@ -20,5 +23,9 @@ std::string device_bus_id(int device);
 // (enabling it twice is fine). Returns the path copies between them take: "peer-to-peer" or
 // "through host memory".
 std::string enable_peer_access(int device, int peer);
+
+// The CUDA runtime and driver, cuDNN and cuBLAS this build uses (one line saying they are not
+// built in without the CUDA backend).
+std::vector<LibraryVersion> cuda_library_versions();
 
 }  // namespace ringtrain

@@ -32,8 +32,9 @@ struct FileAttributes {
 };
 
 // Refuses, before the long part of an import, an `out` that exists (unless `force`) or is a
-// folder, and one that cannot be created: the probe creates and removes OUT.tmp, the writer's
-// own temporary file. Errors start with `what` ("data import-images: ").
+// folder, and one that cannot be created: its folder is created when missing, then the probe
+// creates and removes OUT.tmp, the writer's own temporary file. Errors start with `what` ("data
+// import-images: ").
 void check_output_file(const std::string& out, bool force, const std::string& what);
 
 // Writes the schema (images chunked by 1024, optional gzip level 1-9) and `attributes` to a

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "ringtrain/backend/device.hpp"
+#include "ringtrain/core/library_version.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 
 namespace ringtrain {
@@ -14,6 +15,9 @@ struct NcclUniqueId {
   char bytes[128];
 };
 NcclUniqueId make_nccl_unique_id();
+
+// The NCCL this build uses ("" when not built in).
+LibraryVersion nccl_version();
 
 // The CUDA backend's communicator: NCCL collectives on device buffers, on a stream of their own
 // that waits for the device's compute stream (an event) before each collective, while the

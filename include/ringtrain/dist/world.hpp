@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ringtrain/core/cpus.hpp"
+#include "ringtrain/core/library_version.hpp"
 
 namespace ringtrain {
 
@@ -34,6 +35,10 @@ class World {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   MPI_Comm local_ = MPI_COMM_NULL;
 };
+
+// The MPI library's own version string (MPI_Get_library_version, callable before MPI_Init), and
+// the MPI standard version its headers declare.
+LibraryVersion mpi_version();
 
 // This rank's share of its node's cores (cpu_share over the local ranks' affinity masks).
 // Collective over the node's ranks.

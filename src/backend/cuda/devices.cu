@@ -1,4 +1,6 @@
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 #include <dlfcn.h>
 
 #include "ringtrain/backend/cuda/cuda_check.hpp"
@@ -23,6 +25,25 @@ std::string no_gpu_reason(cudaError_t status) {
 }
 
 }  // namespace
+
+std::vector<LibraryVersion> cuda_library_versions() {
+  int runtime = 0, driver = 0;
+  const bool runtime_known = cudaRuntimeGetVersion(&runtime) == cudaSuccess;
+  const bool driver_known = cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0;
+  int cublas[3] = {0, 0, 0};
+  const bool cublas_known = cublasGetProperty(MAJOR_VERSION, &cublas[0]) == CUBLAS_STATUS_SUCCESS &&
+                            cublasGetProperty(MINOR_VERSION, &cublas[1]) == CUBLAS_STATUS_SUCCESS &&
+                            cublasGetProperty(PATCH_LEVEL, &cublas[2]) == CUBLAS_STATUS_SUCCESS;
+  const int cudnn = static_cast<int>(cudnnGetVersion());
+  return {{"CUDA runtime", dotted(CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10),
+           runtime_known ? dotted(runtime / 1000, runtime % 1000 / 10) : ""},
+          {"CUDA driver", "",
+           driver_known ? dotted(driver / 1000, driver % 1000 / 10) : "no NVIDIA driver found"},
+          {"cuDNN", dotted(CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL),
+           dotted(cudnn / 10000, cudnn % 10000 / 100, cudnn % 100)},
+          {"cuBLAS", dotted(CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH),
+           cublas_known ? dotted(cublas[0], cublas[1], cublas[2]) : ""}};
+}
 
 DeviceInventory probe_devices() {
   int count = 0;
