@@ -83,9 +83,17 @@ CLI::Validator workers_or_auto() {
 // out is how to ask for that).
 const CLI::Validator kFilePath(
     [](std::string& value) -> std::string {
-      return value.empty() ? "an empty path: give an HDF5 file" : "";
+      return value.empty() ? "an empty path: name a file" : "";
     },
     "FILE");
+
+CLI::Option* add_switch(CLI::App& cmd, const std::string& flag, bool& value,
+                        const std::string& help) {
+  const bool sets = flag.front() != '!';
+  return cmd.add_flag(flag, value, help)->default_function([&value, sets] {
+    return std::string(value == sets ? "true" : "false");
+  });
+}
 
 int available_cores() {
   return affinity_cores();

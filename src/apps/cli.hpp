@@ -1,9 +1,12 @@
 #pragma once
 // What every ringtrain command shares: flag checks that say what is wanted, enum flags, the
 // cores this process may use, and the exit status of a failure.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ringtrain/core/names.hpp"
@@ -22,6 +25,29 @@ CLI::Validator workers_or_auto();
 // A file path, never empty.
 extern const CLI::Validator kFilePath;
 
+// Every flag bound to a setting also says what the setting holds now (its default function,
+// which --help shows as the default and a configuration file is written from: config_file.hpp).
+
+// An option bound to `value`, whose numbers are written exactly (the shortest text that reads
+// back as the same value, where CLI11 keeps 6 digits), so that a configuration file repeats a
+// run bit for bit. With `zero_is_unset`, 0 stands for "not given" (outside the flag's range)
+// and is written as nothing.
+template <class T>
+CLI::Option* add_setting(CLI::App& cmd, const std::string& flag, T& value, const std::string& help,
+                         bool zero_is_unset = false) {
+  return cmd.add_option(flag, value, help)->default_function([&value, zero_is_unset] {
+    if constexpr (std::is_arithmetic_v<T>)
+      return zero_is_unset && value == 0 ? std::string() : fmt::format("{}", value);
+    else
+      return std::string(value);
+  });
+}
+
+// A flag that sets `value`, to false for a "!--no-x" flag; it holds "true" while `value` is
+// what the flag sets.
+CLI::Option* add_switch(CLI::App& cmd, const std::string& flag, bool& value,
+                        const std::string& help);
+
 // A flag whose value is one of an enum's names, parsed into the enum.
 template <class E>
 CLI::Option* add_choice(CLI::App& cmd, const std::string& flag, E& value, const std::string& help) {
@@ -31,7 +57,8 @@ CLI::Option* add_choice(CLI::App& cmd, const std::string& flag, E& value, const 
       .add_option_function<std::string>(
           flag, [&value, flag](const std::string& text) { value = parse<E>(flag, text); }, help)
       ->check(CLI::IsMember(names))
-      ->default_str(to_string(value));
+      ->default_function([&value] { return to_string(value); })
+      ->capture_default_str();
 }
 
 // The cores this process may run on (its CPU affinity), at least 1.

@@ -148,6 +148,18 @@ void run_convert(const ToolCommands& t) {
   spdlog::info("wrote {}: {} train and {} test images", t.out, d.train.count, d.test.count);
 }
 
+// `inspect CK --print-config`: the TOML the checkpoint's run was configured with (its meta
+// verified against its checksum).
+std::string checkpoint_config(const std::string& path) {
+  RT_CHECK_AS(ConfigError, is_checkpoint(path), "inspect --print-config: ", path,
+              " is not a checkpoint (only checkpoints hold a configuration)");
+  const CheckpointMeta meta = read_checkpoint_meta(path);
+  RT_CHECK(!meta.effective_config.empty(), "inspect --print-config: ", path,
+           " holds no configuration: ringtrain ", meta.version,
+           " wrote it before checkpoints kept one (its settings in short: ", meta.config, ")");
+  return meta.effective_config;
+}
+
 }  // namespace
 
 void add_tool_commands(CLI::App& app, ToolCommands& t) {
@@ -172,6 +184,9 @@ void add_tool_commands(CLI::App& app, ToolCommands& t) {
       "summarise a checkpoint (its meta, every dataset verified against its checksum) or a "
       "dataset (as data inspect)");
   t.inspect->add_option("file", t.path, "checkpoint or HDF5 dataset")->required()->check(kFilePath);
+  t.inspect->add_flag("--print-config", t.print_config,
+                      "write the effective configuration of the run that wrote the checkpoint "
+                      "(TOML for train --config) instead of the summary");
 }
 
 void run_tool_command(const ToolCommands& t) {
@@ -181,6 +196,8 @@ void run_tool_command(const ToolCommands& t) {
     run_import(t);
   } else if (*t.import_cifar) {
     run_import_cifar(t);
+  } else if (*t.inspect && t.print_config) {
+    std::fputs(checkpoint_config(t.path).c_str(), stdout);
   } else if (*t.inspect) {
     std::fputs((is_checkpoint(t.path) ? inspect_checkpoint(t.path)
                                       : inspect_dataset(read_hdf5_dataset(t.path), t.path))

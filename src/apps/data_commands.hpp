@@ -18,6 +18,7 @@ struct ToolCommands {
   CifarImportConfig cifar_config;
   std::string out, convert_dir, path, image_size;
   int gzip = 0;
+  bool print_config = false;  // inspect --print-config
 };
 
 void add_tool_commands(CLI::App& app, ToolCommands& t);

@@ -1,5 +1,5 @@
-// ringtrain: one binary, subcommands `train`, `diagnose`, `eval`, `predict`, `inspect` and
-// `data synth|convert|import-images|inspect`, each in its own file of src/apps/.
+// ringtrain: one binary, subcommands `train`, `diagnose`, `eval`, `predict`, `inspect`,
+// `export` and `data synth|convert|import-images|inspect`, each in its own file of src/apps/.
 // Parses flags and calls the library; every error ends in one line on stderr and a non-zero exit.
 #include <spdlog/spdlog.h>
 
@@ -9,6 +9,7 @@
 #include "cli.hpp"
 #include "data_commands.hpp"
 #include "eval_command.hpp"
+#include "export_command.hpp"
 #include "predict_command.hpp"
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/core/version.hpp"
@@ -35,6 +36,8 @@ int main(int argc, char** argv) {
   cli::add_eval_command(app, eval);
   cli::PredictCommand predict;
   cli::add_predict_command(app, predict);
+  cli::ExportCommand export_command;
+  cli::add_export_command(app, export_command);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return str_cat("ringtrain: error: ", e.what(), "\nRun with --help for more information.\n");
   });
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
     if (train.chosen()) return cli::run_train_command(train);
     if (eval.chosen()) return cli::run_eval_command(eval);
     if (predict.chosen()) return cli::run_predict_command(predict);
+    if (cli::run_export_command(export_command)) return exit_code::kOk;
     cli::run_tool_command(tools);
   } catch (const std::exception& e) {
     const int status = cli::exit_status(e);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cli.hpp"
+#include "config_file.hpp"
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
@@ -21,161 +22,171 @@ void add_model_flags(CLI::App& cmd, TrainConfig& c) {
   const std::map<std::string, int> models = {
       {"resnet18", 18}, {"resnet34", 34}, {"resnet50", 50}, {"resnet101", 101}, {"resnet152", 152}};
   cmd.add_option("--model", c.model.depth, "resnet18 ... resnet152 (sets --depth)")
-      ->transform(CLI::CheckedTransformer(models, CLI::ignore_case));
-  cmd.add_option("--depth", c.model.depth, "ResNet depth: 18, 34, 50, 101, 152")
+      ->transform(CLI::CheckedTransformer(models, CLI::ignore_case))
+      ->default_function([] { return std::string(); });  // --depth holds it in a config file
+  add_setting(cmd, "--depth", c.model.depth, "ResNet depth: 18, 34, 50, 101, 152")
       ->check(CLI::IsMember({18, 34, 50, 101, 152}))
       ->capture_default_str();
-  cmd.add_option("--width", c.model.width, "channel width multiplier")
+  add_setting(cmd, "--width", c.model.width, "channel width multiplier")
       ->check(real(limits::kMinWidth, limits::kMaxWidth))
       ->capture_default_str();
   add_choice(cmd, "--stem", c.model.stem, "cifar (3x3, no pool) or imagenet (7x7/2 + max pool)");
-  cmd.add_flag("--zero-init-residual", c.model.zero_init_residual,
-               "start each residual branch's last BN at zero");
+  add_switch(cmd, "--zero-init-residual", c.model.zero_init_residual,
+             "start each residual branch's last BN at zero");
 }
 
 void add_optimizer_flags(CLI::App& cmd, TrainConfig& c) {
-  cmd.add_option("--epochs", c.epochs, "epochs to train")
+  add_setting(cmd, "--epochs", c.epochs, "epochs to train")
       ->check(whole(1, limits::kMaxEpochs))
       ->capture_default_str();
-  cmd.add_option("--steps", c.steps, "stop after this many steps (overrides --epochs)")
+  add_setting(cmd, "--steps", c.steps, "stop after this many steps (overrides --epochs)", true)
       ->check(whole(1, limits::kMaxSteps, " (omit --steps to train --epochs)"));
-  cmd.add_option("--batch-size", c.batch_size, "images per step and process")
+  add_setting(cmd, "--batch-size", c.batch_size, "images per step and process")
       ->check(whole(1, limits::kMaxBatch))
       ->capture_default_str();
-  cmd.add_option("--lr", c.lr, "peak learning rate")
+  add_setting(cmd, "--lr", c.lr, "peak learning rate")
       ->check(positive(limits::kMaxLr))
       ->capture_default_str();
-  cmd.add_option("--momentum", c.momentum, "SGD momentum")
+  add_setting(cmd, "--momentum", c.momentum, "SGD momentum")
       ->check(real(0, 1))
       ->capture_default_str();
-  cmd.add_option("--weight-decay", c.weight_decay, "L2 weight decay (PyTorch semantics)")
+  add_setting(cmd, "--weight-decay", c.weight_decay, "L2 weight decay (PyTorch semantics)")
       ->check(real(0, 1))
       ->capture_default_str();
-  cmd.add_flag("--nesterov", c.nesterov, "Nesterov momentum");
-  cmd.add_flag("!--decay-bn-and-bias,--no-bn-decay", c.decay_norm_and_bias,
-               "no weight decay on batch-norm and bias parameters");
+  add_switch(cmd, "--nesterov", c.nesterov, "Nesterov momentum");
+  add_switch(cmd, "--decay-bn-and-bias,!--no-bn-decay", c.decay_norm_and_bias,
+             "no weight decay on batch-norm and bias parameters");
   add_choice(cmd, "--schedule", c.schedule, "constant, step, cosine or onecycle");
-  cmd.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")
+  add_setting(cmd, "--warmup-steps", c.warmup_steps, "linear warmup steps")
       ->check(whole(0, limits::kMaxSteps));
-  cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing in [0, 1)")
+  add_setting(cmd, "--label-smoothing", c.label_smoothing, "label smoothing in [0, 1)")
       ->check(real(0, 0.999));
-  cmd.add_option("--seed", c.seed, "seed for initialisation and shuffling")
+  add_setting(cmd, "--seed", c.seed, "seed for initialisation and shuffling")
       ->check(kSeed)
       ->capture_default_str();
 }
 
 void add_data_flags(CLI::App& cmd, TrainConfig& c) {
-  cmd.add_option("--data", c.data,
-                 str_cat("HDF5 dataset (schema: docs/ARCHITECTURE.md; at most ", kMaxClasses,
-                         " classes); default: synthetic data"))
+  add_setting(cmd, "--data", c.data,
+              str_cat("HDF5 dataset (schema: docs/ARCHITECTURE.md; at most ", kMaxClasses,
+                      " classes); default: synthetic data"))
       ->check(kFilePath);
-  cmd.add_option("--synth-path", c.synth_path, "where the default synthetic dataset is written")
+  add_setting(cmd, "--synth-path", c.synth_path, "where the default synthetic dataset is written")
       ->capture_default_str();
-  cmd.add_option("--workers", c.workers,
-                 "loader threads (0: assemble batches synchronously; auto: probe for enough)")
+  add_setting(cmd, "--workers", c.workers,
+              "loader threads (0: assemble batches synchronously; auto: probe for enough)")
       ->transform(workers_or_auto())
+      ->default_function([&c] { return c.workers < 0 ? "auto" : std::to_string(c.workers); })
       ->capture_default_str();
-  cmd.add_option("--prefetch-factor", c.prefetch_factor, "ready batches per loader thread")
+  add_setting(cmd, "--prefetch-factor", c.prefetch_factor, "ready batches per loader thread")
       ->check(whole(1, limits::kMaxPrefetch))
       ->capture_default_str();
-  cmd.add_option("--memory-budget-mb", c.memory_budget_mb,
-                 "train images larger than this are streamed from the file window by window")
+  add_setting(cmd, "--memory-budget-mb", c.memory_budget_mb,
+              "train images larger than this are streamed from the file window by window")
       ->check(positive(limits::kMaxMegabytes))
       ->capture_default_str();
-  cmd.add_flag("--persistent-workers", c.persistent_workers, "keep loader threads across epochs");
-  cmd.add_flag("!--no-augment", c.augment, "no random crop and flip");
+  add_switch(cmd, "--persistent-workers", c.persistent_workers,
+             "keep loader threads across epochs");
+  add_switch(cmd, "!--no-augment", c.augment, "no random crop and flip");
   add_choice(cmd, "--augment-on", c.augment_on,
              "host: the loader threads pad, crop, flip and normalise; device: they only gather "
              "uint8 images, augmented on the device after the copy");
-  cmd.add_flag("!--no-eval", c.evaluate, "no evaluation on the test split after each epoch");
+  add_switch(cmd, "!--no-eval", c.evaluate, "no evaluation on the test split after each epoch");
 }
 
 void add_device_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
-  cmd.add_option("--device", job.device, "auto (CUDA when a GPU is visible), cpu or cuda")
+  add_setting(cmd, "--device", job.device, "auto (CUDA when a GPU is visible), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   add_choice(cmd, "--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off");
-  cmd.add_flag("--deterministic", c.deterministic,
-               "CUDA: bit-identical repeats (cuDNN algorithms by rank, not timing)");
-  cmd.add_option("--threads", c.threads,
-                 "CPU backend threads (0: the cores this rank may use: its affinity mask, shared "
-                 "with the ranks of the node bound to the same cores)")
+  add_switch(cmd, "--deterministic", c.deterministic,
+             "CUDA: bit-identical repeats (cuDNN algorithms by rank, not timing)");
+  add_setting(cmd, "--threads", c.threads,
+              "CPU backend threads (0: the cores this rank may use: its affinity mask, shared with "
+              "the ranks of the node bound to the same cores)")
       ->check(whole(0, limits::kMaxThreads));
   add_choice(cmd, "--mode", c.mode,
              "ddp: one process per device (under mpirun); dp: DataParallel in one process");
-  cmd.add_option("--devices", c.devices,
-                 "--mode dp: replicas, one per device (default: 2 CPU replicas on the CPU, every "
-                 "visible GPU on CUDA)")
+  add_setting(cmd, "--devices", c.devices,
+              "--mode dp: replicas, one per device (default: 2 CPU replicas on the CPU, every "
+              "visible GPU on CUDA)",
+              true)
       ->check(whole(1, limits::kMaxDevices));
-  cmd.add_flag("--dp-share-device", c.dp_share_device,
-               "--mode dp on CUDA, a TEST AID: every replica on device 0, each with its own "
-               "streams, so the multi-replica path runs on one GPU (never a way to train; "
-               "nothing changes on the CPU)");
-  cmd.add_option("--global-batch-size", c.global_batch_size,
-                 "images per step over all ranks (instead of --batch-size)")
+  add_switch(cmd, "--dp-share-device", c.dp_share_device,
+             "--mode dp on CUDA, a TEST AID: every replica on device 0, each with its own "
+             "streams, so the multi-replica path runs on one GPU (never a way to train; "
+             "nothing changes on the CPU)");
+  add_setting(cmd, "--global-batch-size", c.global_batch_size,
+              "images per step over all ranks (instead of --batch-size)", true)
       ->check(whole(1, limits::kMaxGlobalBatch));
-  cmd.add_flag("--sync-bn", c.sync_bn, "SyncBatchNorm: batch statistics over all ranks");
-  cmd.add_option("--accum-steps", c.accum_steps,
-                 "micro-batches per optimizer step; DDP communicates on the last one only")
+  add_switch(cmd, "--sync-bn", c.sync_bn, "SyncBatchNorm: batch statistics over all ranks");
+  add_setting(cmd, "--accum-steps", c.accum_steps,
+              "micro-batches per optimizer step; DDP communicates on the last one only")
       ->check(whole(1, limits::kMaxAccumSteps))
       ->capture_default_str();
-  cmd.add_option("--bucket-cap-mb", c.bucket_cap_mb, "DDP gradient bucket size in MB")
+  add_setting(cmd, "--bucket-cap-mb", c.bucket_cap_mb, "DDP gradient bucket size in MB")
       ->check(positive(limits::kMaxMegabytes))
       ->capture_default_str();
-  cmd.add_flag("!--no-overlap", c.overlap, "DDP: all-reduce only after the whole backward pass");
-  cmd.add_option("--comm-timeout", c.comm_timeout_s,
-                 "seconds after which a collective that has not completed ends the job")
+  add_switch(cmd, "!--no-overlap", c.overlap, "DDP: all-reduce only after the whole backward pass");
+  add_setting(cmd, "--comm-timeout", c.comm_timeout_s,
+              "seconds after which a collective that has not completed ends the job")
       ->check(positive(limits::kMaxSeconds))
       ->capture_default_str();
-  cmd.add_flag("--debug-collectives", c.debug_collectives,
-               "check that every rank issues the same collectives; report the first mismatch");
+  add_switch(cmd, "--debug-collectives", c.debug_collectives,
+             "check that every rank issues the same collectives; report the first mismatch");
 }
 
 void add_output_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
-  cmd.add_option("--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
-  cmd.add_option("--checkpoint-dir", c.checkpoint_dir, "where checkpoints go")
+  add_setting(cmd, "--metrics", c.metrics_path, "write per-epoch metrics as JSON lines here");
+  add_setting(cmd, "--checkpoint-dir", c.checkpoint_dir, "where checkpoints go")
       ->capture_default_str();
-  cmd.add_option("--checkpoint-every", c.checkpoint_every,
-                 "steps between checkpoints (0: only on SIGTERM/SIGUSR1 and at the end)")
+  add_setting(cmd, "--checkpoint-every", c.checkpoint_every,
+              "steps between checkpoints (0: only on SIGTERM/SIGUSR1 and at the end)")
       ->check(whole(0, limits::kMaxSteps));
-  cmd.add_option("--checkpoint-minutes", c.checkpoint_minutes, "minutes between checkpoints")
+  add_setting(cmd, "--checkpoint-minutes", c.checkpoint_minutes, "minutes between checkpoints")
       ->check(real(0, limits::kMaxSeconds));
-  cmd.add_flag("!--no-final-checkpoint", c.final_checkpoint,
-               "do not write a checkpoint when the run ends (by default it is written)");
-  cmd.add_option("--keep", c.keep_checkpoints, "checkpoints kept (the newest)")
+  add_switch(cmd, "!--no-final-checkpoint", c.final_checkpoint,
+             "do not write a checkpoint when the run ends (by default it is written)");
+  add_setting(cmd, "--keep", c.keep_checkpoints, "checkpoints kept (the newest)")
       ->check(whole(1, limits::kMaxKeep))
       ->capture_default_str();
-  cmd.add_option("--resume", job.resume,
-                 "auto (the newest complete checkpoint of --checkpoint-dir) or a checkpoint file");
-  cmd.add_flag("--resume-force", c.resume_force,
-               "resume from a checkpoint of another model, data file or world size");
+  add_setting(cmd, "--resume", job.resume,
+              "auto (the newest complete checkpoint of --checkpoint-dir) or a checkpoint file");
+  add_switch(cmd, "--resume-force", c.resume_force,
+             "resume from a checkpoint of another model, data file or world size");
+  add_setting(cmd, "--init-from", c.init_from,
+              "start from the weights of a safetensors file (ringtrain export) or a checkpoint, "
+              "not its optimizer state or position (that is --resume)")
+      ->check(kFilePath);
   add_choice(cmd, "--profile", c.profile,
              "phase timing: off, summary (table and shares) or trace (also a Chrome trace)");
-  cmd.add_option("--trace-dir", c.trace_dir, "--profile trace: where trace_rank<R>.json goes")
+  add_setting(cmd, "--trace-dir", c.trace_dir, "--profile trace: where trace_rank<R>.json goes")
       ->capture_default_str();
-  cmd.add_option("--summary", c.summary_path, "write the run summary as JSON here");
-  cmd.add_option("--peak-tflops", c.peak_tflops, "device peak for MFU (default: by device name)")
+  add_setting(cmd, "--summary", c.summary_path, "write the run summary as JSON here");
+  add_setting(cmd, "--peak-tflops", c.peak_tflops, "device peak for MFU (default: by device name)")
       ->check(real(0, limits::kMaxTflops));
-  cmd.add_option("--log-interval", c.log_interval_s, "seconds between progress lines")
+  add_setting(cmd, "--log-interval", c.log_interval_s, "seconds between progress lines")
       ->check(real(0, limits::kMaxSeconds))
       ->capture_default_str();
 }
 
 // Fault injection for the tests; hidden from --help.
 void add_debug_flags(CLI::App& cmd, TrainConfig& c) {
-  cmd.add_option("--debug-fail-rank", c.debug_fail_rank, "tests: make this rank fail")->group("");
-  cmd.add_option("--debug-fail-step", c.debug_fail_step, "tests: the step it fails at")->group("");
-  cmd.add_option("--debug-hang-rank", c.debug_hang_rank, "tests: make this rank hang")->group("");
-  cmd.add_option("--debug-hang-step", c.debug_hang_step, "tests: the step it hangs at")->group("");
-  cmd.add_option("--debug-startup-delay-ms", c.debug_startup_delay_ms, "tests: slow start-up")
+  add_setting(cmd, "--debug-fail-rank", c.debug_fail_rank, "tests: make this rank fail")->group("");
+  add_setting(cmd, "--debug-fail-step", c.debug_fail_step, "tests: the step it fails at")
       ->group("");
-  cmd.add_option("--debug-loader-delay-ms", c.debug_loader_delay_ms, "tests: slow loader")
+  add_setting(cmd, "--debug-hang-rank", c.debug_hang_rank, "tests: make this rank hang")->group("");
+  add_setting(cmd, "--debug-hang-step", c.debug_hang_step, "tests: the step it hangs at")
+      ->group("");
+  add_setting(cmd, "--debug-startup-delay-ms", c.debug_startup_delay_ms, "tests: slow start-up")
+      ->group("");
+  add_setting(cmd, "--debug-loader-delay-ms", c.debug_loader_delay_ms, "tests: slow loader")
       ->check(real(0, limits::kMaxSeconds))
       ->group("");
-  cmd.add_option("--debug-comm-delay-ms", c.debug_comm_delay_ms, "tests: slow all-reduce")
+  add_setting(cmd, "--debug-comm-delay-ms", c.debug_comm_delay_ms, "tests: slow all-reduce")
       ->check(real(0, limits::kMaxSeconds))
       ->group("");
-  cmd.add_flag("--debug-eval-nan", c.debug_eval_nan, "tests: a NaN test loss")->group("");
+  add_switch(cmd, "--debug-eval-nan", c.debug_eval_nan, "tests: a NaN test loss")->group("");
 }
 
 void add_train_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
@@ -185,6 +196,7 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
   add_optimizer_flags(cmd, c);
   add_output_flags(cmd, c, job);
   add_debug_flags(cmd, c);
+  add_config_flags(cmd, job.print_config);
 }
 
 // --device auto takes CUDA when a GPU is visible. On the CPU, without an explicit model or run
@@ -215,16 +227,36 @@ void choose_resume(const std::string& resume, TrainConfig& c) {
   c.resume_file = c.resume == ResumeFrom::file ? resume : "";
 }
 
+// The configuration the job runs: --device and --resume resolved, and all of it as TOML (the
+// CPU quick configuration and the device chosen included) for the checkpoints and the summary.
+void resolve_config(CLI::App& cmd, JobFlags& job, TrainConfig& config) {
+  choose_device(cmd, job.device, config);
+  job.device = to_string(config.device);
+  choose_resume(job.resume, config);
+  const EffectiveConfig effective = effective_config(cmd);
+  RT_CHECK_AS(ConfigError, !job.print_config || effective.unreadable.empty(),
+              "--print-config: cannot write ", effective.unreadable);
+  if (!effective.unreadable.empty())
+    spdlog::warn(
+        "the effective configuration cannot hold {}: --config with it will not repeat "
+        "this run",
+        effective.unreadable);
+  config.effective_config = effective.toml;
+}
+
 // `train` or `diagnose`, on every rank of the job.
-int run_job(const CLI::App& cmd, bool training, const JobFlags& job, TrainConfig& config) {
+int run_job(CLI::App& cmd, bool training, JobFlags& job, TrainConfig& config) {
   // Before MPI_Init (Open MPI leaves SIGTERM and SIGUSR1 alone) and the data loading: a stop
   // requested during start-up is honoured at the first step boundary instead of killing.
   if (training) install_stop_signal_handlers();
   World& world = World::get();
   if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
   try {
-    choose_device(cmd, job.device, config);
-    choose_resume(job.resume, config);
+    resolve_config(cmd, job, config);
+    if (job.print_config) {
+      if (world.is_root()) std::fputs(config.effective_config.c_str(), stdout);
+      return exit_code::kOk;
+    }
     // A run stopped by SIGTERM/SIGUSR1 exits with EX_TEMPFAIL: a job script requeues on it.
     if (training) return train(config).stopped ? exit_code::kStoppedBySignal : exit_code::kOk;
     const ProbeResults probes = run_probes(config);
@@ -256,7 +288,10 @@ void add_train_commands(CLI::App& app, TrainCommands& t) {
 
 int run_train_command(TrainCommands& t) {
   const bool training = t.train->parsed();
-  return run_job(training ? *t.train : *t.diagnose, training, t.job, t.config);
+  CLI::App& cmd = training ? *t.train : *t.diagnose;
+  apply_config_file(cmd);
+  if (t.job.print_config) spdlog::set_level(spdlog::level::off);  // stdout holds the TOML alone
+  return run_job(cmd, training, t.job, t.config);
 }
 
 }  // namespace ringtrain::cli

@@ -8,10 +8,11 @@
 namespace ringtrain::cli {
 
 // What the command line says before it becomes a TrainConfig: --device auto and --resume auto
-// are resolved when the job starts.
+// are resolved when the job starts (--device then holds the device chosen).
 struct JobFlags {
   std::string device = "auto";
   std::string resume;
+  bool print_config = false;  // --print-config: write the effective configuration, run nothing
 };
 
 struct TrainCommands {

@@ -116,7 +116,7 @@ std::string serialise(const ResNetConfig& c) {
                  " ", c.in_channels, " ", c.zero_init_residual);
 }
 
-// Every field, one per line: what `meta_xxh64` covers.
+// Every field of format 3, one per line.
 std::string serialise(const CheckpointMeta& m) {
   return str_cat(m.step, "\n", m.epoch, "\n", m.samples_in_epoch, "\n", m.seed, "\n",
                  m.batch_per_rank, "\n", m.world_size, "\n", m.accum_steps, "\n", m.sample_order,
@@ -125,6 +125,15 @@ std::string serialise(const CheckpointMeta& m) {
                  serialise(m.model_config), "\n", m.image_height, "x", m.image_width, "\n",
                  join(m.class_names, "\n"), "\n", join_numbers(m.norm.mean), "\n",
                  join_numbers(m.norm.std));
+}
+
+// What `meta_xxh64` covers: every field, one per line.
+// Note: the effective configuration joined the meta after format 3 was fixed; it is an
+// optional attribute and enters the checksum only when present, so the checkpoints written
+// before it still verify, and removing it from a newer one breaks its checksum.
+std::string checksummed_text(const CheckpointMeta& m) {
+  const std::string fields = serialise(m);
+  return m.effective_config.empty() ? fields : fields + "\n" + m.effective_config;
 }
 
 void write_model(hid_t file, const CheckpointMeta& m) {
@@ -176,9 +185,10 @@ void write_meta(hid_t file, const CheckpointMeta& m) {
   write_text(file, "data", m.data);
   write_text(file, "data_fingerprint", m.data_fingerprint);
   write_text(file, "config", m.config);
+  if (!m.effective_config.empty()) write_text(file, "effective_config", m.effective_config);
   write_text(file, "version", m.version);
   write_model(file, m);
-  const std::string all = serialise(m);
+  const std::string all = checksummed_text(m);
   write_number(file, "meta_xxh64", xxh64(all.data(), all.size()));
 }
 
@@ -202,9 +212,12 @@ CheckpointMeta read_meta(hid_t f, const std::string& path) {
   m.data = read_text(f, path, "data");
   m.data_fingerprint = read_text(f, path, "data_fingerprint");
   m.config = read_text(f, path, "config");
+  const htri_t has_effective_config = H5Aexists(f, "effective_config");
+  hdf5_check(has_effective_config, str_cat("checkpoint: ", path, ": H5Aexists effective_config"));
+  if (has_effective_config > 0) m.effective_config = read_text(f, path, "effective_config");
   m.version = read_text(f, path, "version");
   read_model(f, path, m);
-  const std::string all = serialise(m);
+  const std::string all = checksummed_text(m);
   RT_CHECK(read_number<uint64_t>(f, path, "meta_xxh64", H5T_NATIVE_UINT64) ==
                xxh64(all.data(), all.size()),
            "checkpoint: ", path,
@@ -435,6 +448,10 @@ bool is_checkpoint(const std::string& path) {
 std::string inspect_checkpoint(const std::string& path) {
   int64_t datasets = 0;
   const CheckpointMeta m = verify_checkpoint(path, &datasets);
+  const std::string effective =
+      m.effective_config.empty()
+          ? "no effective configuration (written before checkpoints kept one)"
+          : str_cat("effective configuration: ringtrain inspect ", path, " --print-config");
   return str_cat("checkpoint ", path, " (ringtrain ", m.version, ", format ", kFormat, ")\n",
                  "  step ", m.step, ", epoch ", m.epoch + 1, " (", m.samples_in_epoch,
                  " samples of it consumed)\n", "  global batch ", m.global_batch(), ": ",
@@ -445,7 +462,7 @@ std::string inspect_checkpoint(const std::string& path) {
                  join_numbers(m.norm.std), "\n", "  classes: ", join(m.class_names, ", "), "\n",
                  "  data: ", m.data, ", fingerprint ", m.data_fingerprint, "\n", "  loss scale ",
                  m.loss_scale, " (", m.loss_scale_clean_steps, " clean steps)\n",
-                 "  config: ", m.config, "\n  ", datasets,
+                 "  config: ", m.config, "\n  ", effective, "\n  ", datasets,
                  " datasets, every one matching its xxh64 checksum\n");
 }
 

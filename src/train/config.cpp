@@ -92,6 +92,9 @@ void TrainConfig::validate() const {
               "DataParallel replica on device 0); add --mode dp or drop it");
   RT_CHECK_AS(ConfigError, resume != ResumeFrom::file || !resume_file.empty(),
               "config: --resume needs a checkpoint file or auto");
+  RT_CHECK_AS(ConfigError, init_from.empty() || resume == ResumeFrom::none,
+              "config: --init-from starts a new run from a file's weights, --resume continues a "
+              "run (weights, optimizer state and position): choose one");
   resnet_layout(model.depth);
 }
 

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "ringtrain/core/host.hpp"
+#include "ringtrain/core/version.hpp"
 #include "ringtrain/prof/report.hpp"
 
 namespace ringtrain {
@@ -83,6 +85,21 @@ std::string per_gpu_text(const std::vector<GpuUse>& uses) {
 double seconds_between(std::chrono::steady_clock::time_point a,
                        std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+std::string join(const std::vector<std::string>& texts) {
+  std::string all;
+  for (size_t i = 0; i < texts.size(); ++i) all += (i ? ", " : "") + texts[i];
+  return all;
+}
+
+// What produced a result and how to produce it again: the version, the machine, the devices
+// and the effective configuration (`train --config` reads it back), with a one-line
+// description for humans.
+nlohmann::json provenance(const TrainConfig& c, const TrainResult& r) {
+  return {{"version", RINGTRAIN_VERSION}, {"host", host_name()},
+          {"cpu", cpu_model()},           {"devices", r.devices},
+          {"description", describe(c)},   {"config", c.effective_config}};
 }
 
 }  // namespace
@@ -192,11 +209,12 @@ void RunReport::run_done(const TrainResult& r) {
       config_.profile == ProfileMode::off ? "unknown (--profile off)" : main_bottleneck(shares),
       !config_.evaluate ? std::string("not evaluated")
                         : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
+  spdlog::info("ran: ringtrain {} on host {} ({}), devices: {}", RINGTRAIN_VERSION, host_name(),
+               cpu_model(), join(r.devices));
   if (config_.summary_path.empty()) return;
   double epoch_time = 0;
   for (const EpochMetrics& m : r.epochs) epoch_time += m.epoch_time_s;
-  const nlohmann::json j = {
-      {"config", describe(config_)},
+  nlohmann::json j = {
       {"mode", to_string(config_.mode)},
       {"device", r.device},
       {"ranks", r.ranks},
@@ -217,7 +235,10 @@ void RunReport::run_done(const TrainResult& r) {
       {"gpu_util_min", percent_or_null(all.util_min)},
       {"gpus", gpus_json(gpus)},
       {"bottleneck", main_bottleneck(shares)},
-      {"test_accuracy", r.epochs.back().test_accuracy}};
+      {"test_accuracy", r.epochs.back().test_accuracy},
+      {"final_loss",
+       r.step_losses.empty() ? nlohmann::json() : nlohmann::json(r.step_losses.back())}};
+  j.update(provenance(config_, r));
   std::ofstream out = open_for_writing(config_.summary_path, "the run summary");
   out << j.dump(2) << "\n";
   RT_CHECK(out.good(), "train: writing the run summary to ", config_.summary_path, " failed");

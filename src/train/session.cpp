@@ -8,11 +8,13 @@
 
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/checked_math.hpp"
+#include "ringtrain/core/host.hpp"
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/provenance.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
+#include "ringtrain/train/model_export.hpp"
 #include "ringtrain/train/probes.hpp"
 #include "ringtrain/train/resume_position.hpp"
 
@@ -46,6 +48,7 @@ CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const 
   m.accum_steps = c.accum_steps;
   m.sample_order = describe_sample_order(source.window_images);
   m.config = describe(c);
+  m.effective_config = c.effective_config;
   m.version = RINGTRAIN_VERSION;
   return m;
 }
@@ -103,6 +106,9 @@ void TrainSession::build_model() {
     own_backend = make_backend(config, world);
     own_model = std::make_unique<ResNet>(model_config, *own_backend, DType::f32, config.seed);
   }
+  // Note: every rank reads the same file (as --resume does) and resume() then broadcasts rank
+  // 0's state; DataParallel copies replica 0's weights to the others before every step.
+  if (!config.init_from.empty()) init_from(config.init_from, backend(), model().parameters());
   sgd.emplace(
       model().parameters(), backend(),
       SgdConfig{config.momentum, config.weight_decay, config.nesterov, config.decay_norm_and_bias});
@@ -195,6 +201,14 @@ std::string TrainSession::device_name() {
                    config.dp_share_device ? " all on cuda:0 (--dp-share-device, a test aid)" : "",
                    ", device 0 ", backend().name());
   return describe_backend(backend());
+}
+
+std::vector<std::string> TrainSession::device_names() {
+  if (config.device == DeviceKind::cpu) return {cpu_model()};
+  if (!dp) return {backend().name()};
+  std::vector<std::string> names;
+  for (int d = 0; d < dp->devices(); ++d) names.push_back(dp->backend(d).name());
+  return names;
 }
 
 RunPosition TrainSession::resume() {

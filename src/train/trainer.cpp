@@ -133,6 +133,7 @@ TrainResult train(const TrainConfig& config) {
   result.parameters = s.model().parameter_count();
   result.macs_per_image = s.model().macs_per_image(s.data.train.height, s.data.train.width);
   result.device = s.device_name();
+  result.devices = s.device_names();
   RunPosition at = s.resume();
   const int64_t start_step = at.step;
   s.report->begin(start_step, start_step > 0 ? s.checkpoints->last_written() : "");

@@ -80,6 +80,41 @@ TEST(CheckpointMeta, AnEditedModelAttributeFailsTheMetaChecksum) {
   }
 }
 
+// The effective configuration: several lines of TOML, UTF-8 kept, absent when not given (as in
+// the checkpoints written before it was kept).
+TEST(CheckpointMeta, TheEffectiveConfigRoundTripsAndIsLeftOutWhenEmpty) {
+  CheckpointMeta with = structured_meta();
+  with.effective_config = "# c\nlr = 0.05\ndata = \"\xc3\xa9t\xc3\xa9 #1.h5\"\n";
+  EXPECT_EQ(read_checkpoint_meta(write_meta_checkpoint(with, "toml.h5")).effective_config,
+            with.effective_config);
+  const std::string path = write_meta_checkpoint(structured_meta(), "no_toml.h5");
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_EQ(H5Aexists(file, "effective_config"), 0);
+  ASSERT_GE(H5Fclose(file), 0);
+  EXPECT_EQ(read_checkpoint_meta(path).effective_config, "");
+}
+
+// The checksum covers it: an edited one and a removed one are both refused.
+TEST(CheckpointMeta, AnEditedOrRemovedEffectiveConfigFailsTheMetaChecksum) {
+  CheckpointMeta meta = structured_meta();
+  meta.effective_config = "lr = 0.05\n";
+  for (const bool replace : {true, false}) {
+    const std::string path = write_meta_checkpoint(meta, "toml_edited.h5");
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    ASSERT_GE(H5Adelete(file, "effective_config"), 0);
+    if (replace) write_text_attribute(file, "effective_config", "lr = 0.5\n", "t: ");
+    ASSERT_GE(H5Fclose(file), 0);
+    try {
+      read_checkpoint_meta(path);
+      FAIL() << (replace ? "an edited" : "a removed") << " effective_config was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("meta_xxh64"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(LoadModel, RebuildsTheCheckpointsModelWithItsWeights) {
   CheckpointMeta meta = structured_meta();
   CpuBackend backend(1);

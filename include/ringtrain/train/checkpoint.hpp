@@ -30,8 +30,11 @@ struct CheckpointMeta {
   Normalization norm;  // per channel, on the 0-1 scale: what the loader subtracted and divided by
   std::string data;    // the data file's path and shape, for humans
   std::string data_fingerprint;  // identifies the data by content (data_fingerprint())
-  std::string config;            // the run's settings, for the record
-  std::string version;           // of ringtrain
+  std::string config;            // the run's main settings in one line, for humans
+  // The run's effective configuration as TOML (every flag of `train`, as `train --config` reads
+  // it); empty in checkpoints written before it was stored.
+  std::string effective_config;
+  std::string version;  // of ringtrain
 
   int64_t global_batch() const { return batch_per_rank * world_size * accum_steps; }
 };

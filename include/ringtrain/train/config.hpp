@@ -102,11 +102,15 @@ struct TrainConfig {
   ResumeFrom resume = ResumeFrom::none;
   std::string resume_file;                     // resume == file: the checkpoint
   bool resume_force = false;                   // resume from another model, data file or world size
+  std::string init_from;                       // the weights a new run starts from; "": fresh
   ProfileMode profile = ProfileMode::summary;  // trace: also a Chrome trace
   std::string trace_dir = "runs/trace";        // --profile trace: trace_rank<R>.json here
   std::string summary_path;                    // the run summary JSON; empty: none
   double peak_tflops = 0;                      // per device, for MFU; 0: by device name
   double log_interval_s = 5.0;                 // seconds between progress lines
+  // Every setting as TOML, after the CLI's resolutions (`train --config` reads it back): the
+  // checkpoints and the run summary keep it, so that a run can be repeated. Empty: none given.
+  std::string effective_config;
 
   // Throws a ConfigError naming the first setting that is out of range.
   void validate() const;

@@ -30,11 +30,12 @@ struct TrainResult {
   int64_t steps = 0;      // where the run ended: optimizer steps done in all
   int64_t steps_run = 0;  // by this process (fewer after a resume): what rates and means count
   int ranks = 1;
-  PhaseTimes phase_totals{};  // seconds, mean over ranks (zeros with --profile off)
-  double peak_tflops = 0;     // of one device; 0 when unknown
-  std::string device;         // what trained: backend and device name
-  bool stopped = false;       // by SIGTERM or SIGUSR1, after writing a checkpoint
-  std::string checkpoint;     // the last one written; empty: none
+  PhaseTimes phase_totals{};         // seconds, mean over ranks (zeros with --profile off)
+  double peak_tflops = 0;            // of one device; 0 when unknown
+  std::string device;                // what trained: backend and device name
+  std::vector<std::string> devices;  // rank 0's: its GPUs' names, or the CPU model
+  bool stopped = false;              // by SIGTERM or SIGUSR1, after writing a checkpoint
+  std::string checkpoint;            // the last one written; empty: none
 };
 
 // One rank's sums over an epoch's steps (step losses, correct predictions, images), reduced

@@ -40,6 +40,9 @@ class TrainSession {
   // "cpu with 2 threads per rank", "DataParallel over 2 CPU devices" (or CUDA devices), or the
   // CUDA device.
   std::string device_name();
+  // The names of the devices this process trains on: its GPUs (DataParallel's replicas, one
+  // each), or the CPU model on the CPU backend.
+  std::vector<std::string> device_names();
   // Where the run stands after the checkpoint it resumed from (the start when none).
   RunPosition resume();
   // Checkpointer::before_start, after_step and at_end on this run's state.

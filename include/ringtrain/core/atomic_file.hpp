@@ -1,0 +1,14 @@
+#pragma once
+// Files written so that no reader ever sees one half written.
+#include <string>
+#include <vector>
+
+namespace ringtrain {
+
+// Writes `image` to PATH.tmp with checked POSIX writes, fsyncs and closes it, renames it to
+// `path` and fsyncs the folder. On any failure the temporary file is removed and an Error
+// "cannot write PATH: ..." names the call and the system's reason (with the bytes needed and
+// free when the disk is full).
+void write_file_atomically(const std::string& path, const std::vector<char>& image);
+
+}  // namespace ringtrain

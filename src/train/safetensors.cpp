@@ -1,0 +1,198 @@
+#include "ringtrain/train/safetensors.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "ringtrain/core/atomic_file.hpp"
+#include "ringtrain/core/error.hpp"
+
+namespace ringtrain {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Headers beyond this are refused unread: a garbage length must not allocate gigabytes.
+constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
+
+size_t dtype_bytes(SafeDType t) {
+  return t == SafeDType::f32 ? 4 : 8;
+}
+
+// Note: the format is little-endian; ringtrain runs on little-endian machines only (x86-64,
+// aarch64), so the bytes are the values' own, and this check documents the assumption.
+static_assert(sizeof(float) == 4, "safetensors F32 needs 32-bit floats");
+
+void put_u64(std::vector<char>& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint64_t get_u64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  return v;
+}
+
+std::string header_text(const SafeTensors& file) {
+  json header = json::object();
+  if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
+  uint64_t offset = 0;
+  for (const SafeTensor& t : file.tensors) {
+    RT_CHECK(t.bytes.size() == static_cast<size_t>(t.numel()) * dtype_bytes(t.dtype),
+             "safetensors: tensor ", t.name, " ", shape_str(t.shape), " has ", t.bytes.size(),
+             " bytes, expected ", t.numel(), " x ", dtype_bytes(t.dtype));
+    header[t.name] = {{"dtype", dtype_name(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  // Invalid UTF-8 in a name or a metadata text becomes U+FFFD rather than failing the export.
+  std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
+  // Padded with spaces to a multiple of 8 bytes, as the reference writer does: the data then
+  // starts aligned, so a reader may view it in place.
+  text.append((8 - text.size() % 8) % 8, ' ');
+  return text;
+}
+
+std::vector<char> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  RT_CHECK(in, "safetensors: cannot open ", path, ": ", std::strerror(errno));
+  const std::streamoff size = in.tellg();
+  RT_CHECK(size >= 0, "safetensors: cannot tell the size of ", path);
+  std::vector<char> bytes(static_cast<size_t>(size));
+  in.seekg(0);
+  RT_CHECK(in.read(bytes.data(), size), "safetensors: reading ", path, " failed after ",
+           in.gcount(), " of ", size, " bytes");
+  return bytes;
+}
+
+SafeDType parse_dtype(const std::string& path, const std::string& name, const json& entry) {
+  const std::string dtype = entry.at("dtype").get<std::string>();
+  if (dtype == "F32") return SafeDType::f32;
+  if (dtype == "I64") return SafeDType::i64;
+  throw Error(str_cat("safetensors: ", path, ": tensor ", name, " has dtype ", dtype,
+                      "; ringtrain reads F32 and I64 only (convert it with tensor.float() in ",
+                      "torch before saving)"));
+}
+
+// One tensor of the header, its bytes taken from `data` (`size` bytes after the header).
+SafeTensor parse_tensor(const std::string& path, const std::string& name, const json& entry,
+                        const char* data, uint64_t size) {
+  const std::string where = str_cat("safetensors: ", path, ": tensor ", name);
+  RT_CHECK(entry.is_object(), where, ": its header entry is not a JSON object");
+  SafeTensor t;
+  t.name = name;
+  t.dtype = parse_dtype(path, name, entry);
+  for (const json& d : entry.at("shape")) {
+    RT_CHECK(d.is_number_unsigned() && d.get<uint64_t>() < (uint64_t{1} << 40), where, ": shape ",
+             entry.at("shape").dump(), " is not a list of sizes");
+    t.shape.push_back(d.get<int64_t>());
+  }
+  const json& range = entry.at("data_offsets");
+  RT_CHECK(range.is_array() && range.size() == 2 && range[0].is_number_unsigned() &&
+               range[1].is_number_unsigned(),
+           where, ": data_offsets ", range.dump(), " is not [begin, end]");
+  const uint64_t begin = range[0].get<uint64_t>(), end = range[1].get<uint64_t>();
+  RT_CHECK(begin <= end && end <= size, where, ": data_offsets [", begin, ", ", end,
+           "] point past the end of the data (", size, " bytes): the file is truncated or corrupt");
+  const uint64_t expected = static_cast<uint64_t>(t.numel()) * dtype_bytes(t.dtype);
+  RT_CHECK(end - begin == expected, where, ": data_offsets [", begin, ", ", end, "] hold ",
+           end - begin, " bytes, its shape ", shape_str(t.shape), " of ", dtype_name(t.dtype),
+           " needs ", expected);
+  t.bytes.assign(data + begin, data + end);
+  return t;
+}
+
+// The header of the file `bytes`, checked for length and JSON; the data size in `data_size`.
+json parse_header(const std::string& path, const std::vector<char>& bytes, uint64_t& data_size) {
+  RT_CHECK(bytes.size() >= 8, "safetensors: ", path, " is ", bytes.size(),
+           " bytes long, too short for a safetensors file (an 8-byte header length first)");
+  const uint64_t n = get_u64(bytes.data());
+  RT_CHECK(n <= kMaxHeaderBytes && n <= bytes.size() - 8, "safetensors: ", path,
+           ": the header length ", n, " does not fit the file of ", bytes.size(),
+           " bytes: not a safetensors file, or truncated");
+  json header;
+  try {
+    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n));
+  } catch (const json::exception& e) {
+    throw Error(str_cat("safetensors: ", path, ": the header is not JSON (", e.what(),
+                        "): not a safetensors file, or corrupt"));
+  }
+  RT_CHECK(header.is_object(), "safetensors: ", path, ": the header is not a JSON object");
+  data_size = bytes.size() - 8 - n;
+  return header;
+}
+
+}  // namespace
+
+const char* dtype_name(SafeDType t) {
+  return t == SafeDType::f32 ? "F32" : "I64";
+}
+
+const SafeTensor* SafeTensors::find(const std::string& name) const {
+  for (const SafeTensor& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+SafeTensor f32_tensor(const std::string& name, const Shape& shape, const float* values) {
+  const char* p = reinterpret_cast<const char*>(values);
+  return {name, SafeDType::f32, shape, std::vector<char>(p, p + shape_numel(shape) * 4)};
+}
+
+SafeTensor i64_scalar(const std::string& name, int64_t value) {
+  std::vector<char> bytes;
+  put_u64(bytes, static_cast<uint64_t>(value));
+  return {name, SafeDType::i64, {}, bytes};
+}
+
+void write_safetensors(const std::string& path, const SafeTensors& file) {
+  const std::string header = header_text(file);
+  std::vector<char> image;
+  put_u64(image, header.size());
+  image.insert(image.end(), header.begin(), header.end());
+  for (const SafeTensor& t : file.tensors)
+    image.insert(image.end(), t.bytes.begin(), t.bytes.end());
+  write_file_atomically(path, image);
+}
+
+SafeTensors read_safetensors(const std::string& path) {
+  const std::vector<char> bytes = read_all(path);
+  uint64_t data_size = 0;
+  const json header = parse_header(path, bytes, data_size);
+  const char* data = bytes.data() + (bytes.size() - data_size);
+  SafeTensors file;
+  try {
+    for (const auto& [name, entry] : header.items()) {
+      if (name != "__metadata__") {
+        file.tensors.push_back(parse_tensor(path, name, entry, data, data_size));
+        continue;
+      }
+      for (const auto& [key, value] : entry.items()) {
+        RT_CHECK(value.is_string(), "safetensors: ", path, ": __metadata__ ", key,
+                 " is not a text");
+        file.metadata[key] = value.get<std::string>();
+      }
+    }
+  } catch (const json::exception& e) {
+    throw Error(str_cat("safetensors: ", path, ": a header entry lacks dtype, shape or ",
+                        "data_offsets, or has the wrong kind of value (", e.what(), ")"));
+  }
+  return file;
+}
+
+bool is_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  const std::streamoff size = in.tellg();
+  char start[9];
+  in.seekg(0);
+  if (size < 10 || !in.read(start, 9)) return false;
+  const uint64_t n = get_u64(start);
+  return n >= 2 && n <= static_cast<uint64_t>(size) - 8 && start[8] == '{';
+}
+
+}  // namespace ringtrain

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Configuration files: `train --config FILE` takes any flag from TOML and the command line
+# overrides it; a bad file is a usage error (exit 2) naming the file and the key; --print-config
+# writes the effective configuration (the CPU quick configuration and the device chosen
+# included), which reads back to the same text; the checkpoints and the run summary keep it,
+# and a run started from the summary's or the checkpoint's copy ends with the same loss, bit
+# for bit, as the run that wrote it.
+#   tests/e2e/config_files.sh build/ringtrain
+set -u
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1  # whatever a run writes by default lands here
+failures=0
+fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 20 "$2"; failures=$((failures + 1)); }
+
+# print NAME ARGS...: `ringtrain ARGS --print-config` into $dir/NAME.toml (exit 0 wanted).
+print() {
+  local name=$1
+  shift
+  "$bin" "$@" --print-config >"$dir/$name.toml" 2>"$dir/$name.err" ||
+    fail "$name: --print-config exited $?" "$dir/$name.err"
+}
+# has NAME LINE: the printed configuration NAME holds LINE.
+has() { grep -qxF -- "$2" "$dir/$1.toml" || fail "$1 lacks '$2'" "$dir/$1.toml"; }
+# usage_error NAME EXPECTED... -- ARGS...: exit 2 and one short stderr holding every EXPECTED.
+usage_error() {
+  local name=$1 expected=()
+  shift
+  while [ "$1" != "--" ]; do expected+=("$1"); shift; done
+  shift
+  local rc=0
+  "$bin" "$@" >"$dir/out" 2>"$dir/err" || rc=$?
+  [ "$rc" -eq 2 ] || { fail "$name: exit status $rc, want 2" "$dir/err"; return; }
+  for text in "${expected[@]}"; do
+    grep -qF -- "$text" "$dir/err" || { fail "$name: stderr lacks '$text'" "$dir/err"; return; }
+  done
+  [ "$(grep -c . "$dir/err")" -le 2 ] || fail "$name: more than a short error" "$dir/err"
+  echo "ok   $name: $(head -n 1 "$dir/err")"
+}
+# summary_field FILE KEY: a field of a run summary, numbers as Python's repr (exact).
+summary_field() {
+  python3 -c 'import json, sys
+sys.stdout.write(str(json.load(open(sys.argv[1]))[sys.argv[2]]))' "$1" "$2"
+}
+
+# The data under a UTF-8 name with a space and a comma, as a user's folders may be called.
+mkdir -p "$dir/données été"
+data="$dir/données été/tiny, ü.h5"
+"$bin" data synth --out "$data" --train 64 --test 32 --height 8 --width 8 >/dev/null
+
+# 1. The file's values are applied, every kind of flag: numbers, names, switches on and off.
+cat >"$dir/run.toml" <<EOF
+# a comment
+data = "$data"
+depth = 18
+width = 0.0625
+batch-size = 16
+steps = 3
+lr = 0.03
+momentum = 0.8
+label-smoothing = 0.1
+schedule = "constant"
+nesterov = true
+no-augment = true
+no-bn-decay = true
+seed = 7
+device = "cpu"
+threads = 1
+workers = 1
+EOF
+print file train --config "$dir/run.toml"
+for line in "data = \"$data\"" "width = 0.0625" "batch-size = 16" "steps = 3" "lr = 0.03" \
+  "momentum = 0.8" "label-smoothing = 0.1" 'schedule = "constant"' "nesterov = true" \
+  "no-augment = true" "decay-bn-and-bias = false" "seed = 7" 'device = "cpu"'; do
+  has file "$line"
+done
+
+# A file saved by a Windows editor: a UTF-8 byte-order mark and CRLF line ends.
+printf '\xef\xbb\xbflr = 0.02\r\nnesterov = true\r\n' >"$dir/crlf_bom.toml"
+print windows train --config "$dir/crlf_bom.toml"
+has windows "lr = 0.02"
+has windows "nesterov = true"
+
+# 2. The command line overrides the file, also for --model against the file's depth.
+print override train --config "$dir/run.toml" --lr 0.07 --model resnet34 --no-eval
+has override "lr = 0.07"
+has override "depth = 34"
+has override "no-eval = true"
+has override "momentum = 0.8"
+
+# 3. --print-config round trip: print, read it back, print again: the same text.
+print again train --config "$dir/file.toml"
+cmp -s "$dir/file.toml" "$dir/again.toml" || fail "print -> --config -> print changed the text"
+# The same for the values written specially: --workers auto, a hidden test flag that was given,
+# a setting left at 0 (--steps), and numbers CLI11 would round to 6 digits.
+print special train --workers auto --debug-fail-rank 3 --lr 0.123456789012345 \
+  --weight-decay 1e-7 --epochs 3
+has special 'workers = "auto"'
+has special "debug-fail-rank = 3"
+has special "lr = 0.123456789012345"
+has special "weight-decay = 1e-07"
+grep -q "^steps = " "$dir/special.toml" && fail "--steps 0 (unset) was written"
+grep -qE "^debug-(fail|hang|startup|loader|comm|eval)" "$dir/again.toml" && fail "hidden flags not given were written"
+print special_again train --config "$dir/special.toml"
+cmp -s "$dir/special.toml" "$dir/special_again.toml" ||
+  fail "print -> --config -> print changed the text of the special values"
+# diagnose takes the same flags and the same files.
+print diagnose diagnose --config "$dir/run.toml"
+diff <(tail -n +2 "$dir/file.toml") <(tail -n +2 "$dir/diagnose.toml") >/dev/null ||
+  fail "diagnose --print-config differs from train's"
+
+# 4. Without a GPU and without a chosen model or length, the CPU quick configuration is what
+# runs, and what the effective configuration says; --device auto is shown as resolved.
+print quick train
+if nvidia-smi -L >/dev/null 2>&1; then
+  has quick 'device = "cuda"'
+else
+  for line in 'device = "cpu"' "depth = 18" "width = 0.25" "batch-size = 64" "epochs = 2" \
+    "lr = 0.05"; do
+    has quick "$line"
+  done
+  print chosen train --depth 34
+  has chosen "width = 1"
+  has chosen "batch-size = 256"
+fi
+
+# 5. Errors: exit 2 naming the file and the key (and the value where it is at fault), before
+# anything runs (--print-config keeps a broken check from starting a training run).
+printf 'lr = 0.1\nlrr = 0.2\n' >"$dir/unknown.toml"
+usage_error unknown_key "$dir/unknown.toml" "unknown key 'lrr'" -- \
+  train --config "$dir/unknown.toml" --print-config
+printf 'lr = -1\n' >"$dir/bad_lr.toml"
+usage_error bad_number "$dir/bad_lr.toml" "lr = -1" "must be > 0" -- \
+  train --config "$dir/bad_lr.toml" --print-config
+printf 'schedule = "linear"\n' >"$dir/bad_name.toml"
+usage_error bad_choice "$dir/bad_name.toml" "schedule = linear" -- \
+  train --config "$dir/bad_name.toml" --print-config
+printf 'nesterov = maybe\n' >"$dir/bad_switch.toml"
+usage_error bad_switch "$dir/bad_switch.toml" "nesterov = maybe" -- \
+  train --config "$dir/bad_switch.toml" --print-config
+printf 'lr = 0.1\nmomentum = 0.5\nlr = 0.3\n' >"$dir/twice.toml"
+usage_error key_twice "$dir/twice.toml" "key 'lr' sets --lr, which an earlier key" -- \
+  train --config "$dir/twice.toml" --print-config
+printf 'lr = 0.1\nlr = 0.2\n' >"$dir/two_values.toml"
+usage_error two_values "$dir/two_values.toml" "lr = 0.1, 0.2" -- \
+  train --config "$dir/two_values.toml" --print-config
+printf '[train]\nlr = 0.1\n' >"$dir/section.toml"
+usage_error section "$dir/section.toml" "section [train]" -- \
+  train --config "$dir/section.toml" --print-config
+printf 'train.lr = 0.1\n' >"$dir/dotted.toml"
+usage_error dotted "$dir/dotted.toml" "key 'train.lr'" -- \
+  train --config "$dir/dotted.toml" --print-config
+printf 'config = "other.toml"\n' >"$dir/nested.toml"
+usage_error not_configurable "$dir/nested.toml" "key 'config'" -- \
+  train --config "$dir/nested.toml" --print-config
+usage_error missing_file "$dir/absent ü.toml" "no such file" -- \
+  train --config "$dir/absent ü.toml"
+usage_error folder "not a regular file" -- train --config "$dir"
+head -c 4096 "$data" >"$dir/binary.toml"
+usage_error binary_file "$dir/binary.toml" "unknown key" -- \
+  train --config "$dir/binary.toml" --print-config
+usage_error unwritable_value "--print-config: cannot write --data 'a#b.h5'" -- \
+  train --data 'a#b.h5' --print-config
+usage_error inspect_dataset "is not a checkpoint" -- inspect "$data" --print-config
+: >"$dir/empty.toml"
+print empty train --config "$dir/empty.toml"
+cmp -s "$dir/empty.toml" "$dir/quick.toml" || fail "an empty file is not the defaults"
+
+# 6. A run keeps its configuration in its checkpoint and its summary, with the version, the
+# host and the devices; both copies repeat the run to the same final loss, bit for bit.
+"$bin" train --config "$dir/run.toml" --checkpoint-dir "$dir/ck" --checkpoint-every 3 \
+  --summary "$dir/a.json" --log-interval 0 >"$dir/a.log" 2>&1 || fail "run a" "$dir/a.log"
+grep -q "ran: ringtrain .* on host $(hostname)" "$dir/a.log" ||
+  fail "no provenance line" "$dir/a.log"
+summary_field "$dir/a.json" config >"$dir/from_summary.toml"
+"$bin" inspect "$dir/ck/ckpt-step00000003.h5" --print-config >"$dir/from_checkpoint.toml" ||
+  fail "inspect --print-config"
+cmp -s "$dir/from_summary.toml" "$dir/from_checkpoint.toml" ||
+  fail "the checkpoint and the summary hold different configurations"
+grep -qxF "summary = \"$dir/a.json\"" "$dir/from_summary.toml" ||
+  fail "the stored configuration lacks the run's own --summary" "$dir/from_summary.toml"
+[ "$(summary_field "$dir/a.json" host)" = "$(hostname)" ] || fail "summary host"
+[ -n "$(summary_field "$dir/a.json" version)" ] || fail "summary version"
+summary_field "$dir/a.json" devices | grep -q . || fail "summary devices"
+a=$(summary_field "$dir/a.json" final_loss)
+for source in summary checkpoint; do
+  grep -qxF "steps = 3" "$dir/from_$source.toml" ||
+    { fail "the $source's configuration lacks steps = 3" "$dir/from_$source.toml"; continue; }
+  "$bin" train --config "$dir/from_$source.toml" --checkpoint-dir "$dir/ck_$source" \
+    --summary "$dir/$source.json" --log-interval 0 >"$dir/$source.log" 2>&1 ||
+    fail "run from the $source's configuration" "$dir/$source.log"
+  b=$(summary_field "$dir/$source.json" final_loss)
+  [ "$a" = "$b" ] || fail "from the $source's configuration: final loss $b, the run's $a"
+  echo "ok   from the $source: final loss $b = $a"
+done
+# The same run with one setting changed ends elsewhere: the comparison above can tell.
+"$bin" train --config "$dir/from_summary.toml" --momentum 0.9 --checkpoint-dir "$dir/ck_other" \
+  --summary "$dir/other.json" --log-interval 0 >"$dir/other.log" 2>&1 || fail "run other"
+[ "$(summary_field "$dir/other.json" final_loss)" != "$a" ] ||
+  fail "another momentum gave the same final loss"
+
+if [ "$failures" -ne 0 ]; then
+  echo "config_files: $failures failure(s)"
+  exit 1
+fi
+echo "config_files: ok"
