@@ -86,7 +86,7 @@ std::vector<float> emulated_column_sums(const std::vector<float>& dy, const std:
                                         Matrix d, Grid grid) {
   const std::vector<T> grads = to_elements<T>(dy);
   std::vector<T> sums = to_elements<T>(db);
-  emulate_grid_stride(kernels::ColumnSums<T>{grads.data(), sums.data(), d.rows, d.cols}, d.cols,
+  emulate_grid_stride(kernels::BiasGradient<T>{grads.data(), sums.data(), d.rows, d.cols}, d.cols,
                       grid);
   return to_floats(sums);
 }
@@ -94,7 +94,7 @@ std::vector<float> emulated_column_sums(const std::vector<float>& dy, const std:
 // Into a zero db the CPU and the body add the same rows in the same order. Into a non-zero db the
 // CPU adds row by row and the body adds the column's total once: on multiples of 1/8, where every
 // partial sum is exact, both orders give the same numbers.
-TEST_P(ClassifierKernel, ColumnSumsMatchTheCpuBiasGradient) {
+TEST_P(ClassifierKernel, BiasGradientMatchesTheCpuBiasGradient) {
   const Matrix d{rows(), cols()};
   const int64_t n = int64_t{d.rows} * d.cols;
   const std::vector<float> zero(static_cast<std::size_t>(d.cols), 0.f);

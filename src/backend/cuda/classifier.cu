@@ -64,8 +64,8 @@ void CudaBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor
          0.f, dx->raw(), d.k);
   dispatch_float("linear_backward", dy, [&](auto tag) {
     using T = decltype(tag);
-    const kernels::ColumnSums<T> body{static_cast<const T*>(dy.raw()), static_cast<T*>(db.raw()),
-                                      d.n, d.m};
+    const kernels::BiasGradient<T> body{static_cast<const T*>(dy.raw()), static_cast<T*>(db.raw()),
+                                        d.n, d.m};
     launch_grid_stride("linear_backward (bias gradient)", body, d.m, compute_);
   });
 }

@@ -19,10 +19,10 @@ struct AddBias {
   }
 };
 
-// db[cols] += the column sums of dy[rows, cols]; one index per column, which sums its rows in
-// order in f32 and adds the total to db once.
+// The bias gradient: db[cols] += the column sums of dy[rows, cols]; one index per column, which
+// sums its rows in order in f32 and adds the total to db once.
 template <class T>
-struct ColumnSums {
+struct BiasGradient {
   const T* dy;
   T* db;
   int rows, cols;
