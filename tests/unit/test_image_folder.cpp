@@ -485,10 +485,10 @@ TEST(ImageFolderErrors, OutputIsCheckedBeforeDecoding) {
   const fs::path dir = small_tree("output");
   std::ofstream(dir / "train" / "a" / "bad.png") << "corrupt";
   ImportConfig c = config_for(dir);
-  c.out = (dir / "missing" / "out.h5").string();
-  std::string error = import_error(c);
-  EXPECT_MENTIONS(error, "cannot write " + c.out);
-  EXPECT_MENTIONS(error, "No such file or directory");
+  c.out = (dir / "missing" / "out.h5").string();  // a missing folder is made, then decoding fails
+  EXPECT_MENTIONS(import_error(c), "bad.png: neither a PNG nor a JPEG");
+  EXPECT_TRUE(fs::is_directory(dir / "missing"));
+  EXPECT_FALSE(fs::exists(c.out) || fs::exists(c.out + ".tmp"));
   c.out = (dir / "train" / "a" / "bad.png" / "out.h5").string();  // a parent that is a file
   EXPECT_MENTIONS(import_error(c), "Not a directory");
   c.out = (dir / "train").string();

@@ -35,6 +35,7 @@ TrainConfig small_config(const std::string& data) {
   c.lr = 0.05;
   c.threads = 2;
   c.log_interval_s = 1e9;
+  c.final_checkpoint = false;  // these tests run at once under ctest -j: no shared checkpoint dir
   return c;
 }
 
