@@ -7,13 +7,8 @@
 # position in the epoch is not a whole number of this run's global batch, is refused with the
 # reason unless forced; --keep bounds the checkpoints kept.
 #   tests/e2e/checkpoint_resume.sh MPIEXEC build/ringtrain
-set -u
-mpiexec=$1
-bin=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 20 "$2"; failures=$((failures + 1)); }
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 "$bin" data synth --out "$dir/small.h5" --train 512 --test 64 --height 16 --width 16 >/dev/null
 # 32 steps per epoch on one rank (64 on two): 40 steps cross an epoch boundary on one rank.
 model=(--data "$dir/small.h5" --depth 18 --width 0.125 --threads 1 --workers 1 --no-eval

@@ -4,12 +4,8 @@
 # mpirun -np 2 is communication-bound; and `train --workers auto` picks a worker count. The
 # delays (2.5 s per batch, 1 s per all-reduce) dwarf the compute even of the sanitizer build.
 #   tests/e2e/diagnose.sh MPIEXEC build/ringtrain
-set -u
-mpiexec=$1
-bin=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 "$bin" data synth --out "$dir/small.h5" --train 512 --test 64 --height 16 --width 16 >/dev/null
 model=(--data "$dir/small.h5" --depth 18 --width 0.125 --batch-size 16 --threads 1)
 

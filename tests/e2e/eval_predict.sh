@@ -5,13 +5,8 @@
 # cut out of the test split gives the classes eval confirms on an HDF5 file of the same images
 # labelled with them; and the error paths give one clear line and the right exit status.
 #   tests/e2e/eval_predict.sh MPIEXEC build/ringtrain
-set -u
-mpiexec=$1
-bin=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 20 "$2"; failures=$((failures + 1)); }
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 # passed MESSAGE: says ok when no check failed since `before=$failures`.
 passed() { [ "$failures" -eq "$before" ] && echo "ok   $1"; }
 py=/usr/bin/python3 # with Debian's python3-numpy and python3-h5py (env/install_deps.sh)

@@ -4,13 +4,8 @@
 # before the first step that the new run starts from the exported tensors bit for bit; a file
 # of another class count re-initialises only the classifier; the refusals.
 #   tests/e2e/export_init_from.sh MPIEXEC build/ringtrain
-set -u
-mpiexec=$1
-bin=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL $1"; [ -f "${2:-}" ] && cat "$2"; failures=$((failures + 1)); }
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 model=(--depth 18 --width 0.125 --batch-size 16 --threads 1 --workers 1 --log-interval 0)
 
 # Every tensor of two safetensors files equal byte for byte, num_batches_tracked aside (it

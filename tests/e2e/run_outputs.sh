@@ -7,14 +7,8 @@
 # or under mpirun; compute threads follow the affinity mask; `ringtrain diagnose` leaves the job's checkpoints alone and honours --summary
 # and --metrics.
 #   tests/e2e/run_outputs.sh MPIEXEC build/ringtrain
-set -u
-mpiexec=$1
-bin=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-ok() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 20 "$2"; failures=$((failures + 1)); }
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 "$bin" data synth --out "$dir/small.h5" --train 256 --test 32 --height 8 --width 8 >/dev/null
 model=(--data "$dir/small.h5" --depth 18 --width 0.0625 --batch-size 8 --threads 1 --workers 1
   --no-eval --log-interval 0)
