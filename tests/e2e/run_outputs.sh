@@ -50,6 +50,17 @@ print("FAIL resume: " + "; ".join(problems) if problems else
       f"ok   resume: {s['images_per_s']:.0f} img/s over its own 10 steps; metrics: epoch, marker, epoch")
 sys.exit(1 if problems else 0)
 PY
+# tools/plot_metrics.py draws both segments, the resume marked.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+if ! /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+  echo "skip tools/plot_metrics.py: no matplotlib for /usr/bin/python3"
+elif /usr/bin/python3 "$root/tools/plot_metrics.py" "$dir/metrics.jsonl" -o "$dir/m.png" \
+  >"$dir/plot.log" 2>&1 && grep -q "2 epochs, resumed 1 time" "$dir/plot.log" &&
+  [ "$(head -c 4 "$dir/m.png" | tail -c 3)" = PNG ]; then
+  ok "tools/plot_metrics.py: $(cat "$dir/plot.log")"
+else
+  fail "tools/plot_metrics.py" "$dir/plot.log"
+fi
 rm -rf "$dir/ck"
 "$bin" train "${model[@]}" "${ck[@]}" --steps 2 >"$dir/fresh.log" 2>&1
 [ "$(wc -l <"$dir/metrics.jsonl")" -eq 1 ] && ok "a fresh run replaces --metrics" ||
