@@ -3,12 +3,8 @@
 # a rank that fails mid-step ends the whole job quickly with its rank named, and a global batch
 # that does not divide over the ranks is refused.
 #   tests/e2e/mpi_train.sh MPIEXEC build/ringtrain
-set -u
-mpiexec=$1
-bin=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 fail() { echo "FAIL $1"; cat "$dir/log"; failures=$((failures + 1)); }
 run() { timeout 120 "$mpiexec" -n "$1" --oversubscribe "${@:2}" >"$dir/log" 2>&1; }
 
