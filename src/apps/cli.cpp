@@ -1,15 +1,12 @@
 #include "cli.hpp"
 
-#include <sched.h>
-
 #include <fmt/format.h>
-#include <chrono>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <thread>
 
-#include "ringtrain/core/cpus.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/dist/world.hpp"
@@ -93,10 +90,6 @@ CLI::Option* add_switch(CLI::App& cmd, const std::string& flag, bool& value,
   return cmd.add_flag(flag, value, help)->default_function([&value, sets] {
     return std::string(value == sets ? "true" : "false");
   });
-}
-
-int available_cores() {
-  return affinity_cores();
 }
 
 // Every rank of a job parses the same command line and fails alike: rank 0 prints for all.

@@ -61,9 +61,6 @@ CLI::Option* add_choice(CLI::App& cmd, const std::string& flag, E& value, const 
       ->capture_default_str();
 }
 
-// The cores this process may run on (its CPU affinity), at least 1.
-int available_cores();
-
 // A usage error: rank 0 prints it for every rank of the job; the status to exit with.
 int parse_failure(const CLI::App& app, const CLI::ParseError& e);
 

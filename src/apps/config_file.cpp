@@ -15,12 +15,6 @@
 namespace ringtrain::cli {
 namespace {
 
-std::string join(const std::vector<std::string>& texts, const char* separator) {
-  std::string all;
-  for (size_t i = 0; i < texts.size(); ++i) all += (i ? separator : "") + texts[i];
-  return all;
-}
-
 std::vector<CLI::ConfigItem> read_config_file(const CLI::App& cmd, const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code error;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli.hpp"
+#include "ringtrain/core/cpus.hpp"
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/provenance.hpp"
@@ -57,7 +58,7 @@ const CLI::Validator kImageSize(
 
 void add_import_command(CLI::App& data, ToolCommands& t) {
   ImportConfig& c = t.import_config;
-  c.workers = std::min(available_cores(), limits::kMaxWorkers);
+  c.workers = std::min(affinity_cores(), limits::kMaxWorkers);
   t.import_images = data.add_subcommand(
       "import-images",
       "convert a folder of images in class folders (DIR/train/<class>/*.png|jpg|jpeg and "

@@ -99,12 +99,6 @@ std::vector<float> read_floats(hid_t file, const std::string& path, const char* 
   return {values.begin(), values.end()};
 }
 
-std::string join(const std::vector<std::string>& texts, const char* separator) {
-  std::string all;
-  for (size_t i = 0; i < texts.size(); ++i) all += (i ? separator : "") + texts[i];
-  return all;
-}
-
 std::string join_numbers(const std::vector<float>& values) {
   std::string all;
   for (size_t i = 0; i < values.size(); ++i) all += fmt::format("{}{}", i ? " " : "", values[i]);

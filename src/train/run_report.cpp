@@ -87,12 +87,6 @@ double seconds_between(std::chrono::steady_clock::time_point a,
   return std::chrono::duration<double>(b - a).count();
 }
 
-std::string join(const std::vector<std::string>& texts) {
-  std::string all;
-  for (size_t i = 0; i < texts.size(); ++i) all += (i ? ", " : "") + texts[i];
-  return all;
-}
-
 // What produced a result and how to produce it again: the version, the machine, the devices
 // and the effective configuration (`train --config` reads it back), with a one-line
 // description for humans.
@@ -210,7 +204,7 @@ void RunReport::run_done(const TrainResult& r) {
       !config_.evaluate ? std::string("not evaluated")
                         : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
   spdlog::info("ran: ringtrain {} on host {} ({}), devices: {}", RINGTRAIN_VERSION, host_name(),
-               cpu_model(), join(r.devices));
+               cpu_model(), join(r.devices, ", "));
   if (config_.summary_path.empty()) return;
   double epoch_time = 0;
   for (const EpochMetrics& m : r.epochs) epoch_time += m.epoch_time_s;

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ringtrain {
 
@@ -31,6 +32,13 @@ std::string str_cat(Args&&... args) {
   std::ostringstream os;
   (os << ... << std::forward<Args>(args));
   return os.str();
+}
+
+// The texts with `separator` between them.
+inline std::string join(const std::vector<std::string>& texts, const char* separator) {
+  std::string all;
+  for (size_t i = 0; i < texts.size(); ++i) all += (i ? separator : "") + texts[i];
+  return all;
 }
 
 }  // namespace ringtrain
