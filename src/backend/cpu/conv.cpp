@@ -2,10 +2,6 @@
 // that every GEMM has at least kMinColumns columns (the 4x4 maps of the last ResNet stage would
 // otherwise give GEMMs too thin to run at speed); groups run in parallel on the pool with a
 // single-threaded BLAS, and every group's scratch is private to the thread running it.
-#include <cblas.h>
-#include <dnnl.h>
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -222,26 +218,6 @@ void conv_backward_filter(ThreadPool& pool, const ConvGeometry& g, const T* x, c
 }
 
 }  // namespace
-
-// f32 goes through oneDNN's sgemm, which picks its AVX-512/AVX2 kernels from the CPUID feature
-// bits; Debian's OpenBLAS 0.3.21 falls back to its SSE3 kernels on CPUs it does not know by
-// model number (docs/perf/cpu.md). Each call is single-threaded: the pool already runs one
-// GEMM per thread.
-void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc) {
-  thread_local const bool single_threaded = (omp_set_num_threads(1), true);
-  (void)single_threaded;
-  const dnnl_status_t status =
-      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  RT_CHECK(status == dnnl_success, "gemm: dnnl_sgemm failed with status ", int(status), " for m ",
-           m, " n ", n, " k ", k);
-}
-
-void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda,
-          const double* b, int ldb, double beta, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-              k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
 
 }  // namespace ringtrain::cpu
 
