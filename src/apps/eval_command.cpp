@@ -5,11 +5,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
 #include "ringtrain/core/exit_codes.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/train/config.hpp"
@@ -75,15 +75,6 @@ nlohmann::json report_json(const EvalCommand& c, const Evaluation& e,
           {"confusion", confusion}};
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path);
-  RT_CHECK(out.is_open(), "eval: cannot open ", path,
-           " for writing (--out): check that its folder exists and is writable");
-  out << j.dump(2) << "\n";
-  out.close();
-  RT_CHECK(out.good(), "eval: writing ", path, " failed (--out): check the free space");
-}
-
 // Rank 0's progress on stderr, every 5 seconds.
 std::function<void(int64_t, int64_t)> progress_printer(bool root) {
   const auto start = std::chrono::steady_clock::now();
@@ -111,7 +102,8 @@ void evaluate(const EvalCommand& c, World& world) {
                                       progress_printer(world.is_root()));
   if (!world.is_root()) return;
   std::fputs(format_report(c, e, loaded.meta.class_names).c_str(), stdout);
-  if (!c.out.empty()) write_json(c.out, report_json(c, e, loaded.meta.class_names));
+  if (!c.out.empty())
+    write_text_file(c.out, report_json(c, e, loaded.meta.class_names).dump(2) + "\n", "eval --out");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print(stderr, "eval: {} images on {} rank(s) in {:.2f} s\n", e.count, world.size(), seconds);

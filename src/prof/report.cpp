@@ -1,12 +1,11 @@
 #include "ringtrain/prof/report.hpp"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <numeric>
 
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/output_file.hpp"
 
 namespace ringtrain {
 
@@ -91,15 +90,13 @@ void write_chrome_trace(const std::string& path, const std::vector<PhaseEvent>& 
                        {"ts", (clock.offset_s + (row == 0 ? e.start_s : e.host_start_s)) * 1e6},
                        {"dur", (row == 0 ? e.duration_s : e.host_duration_s) * 1e6},
                        {"args", {{"step", e.step}}}});
-  const auto dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir);
-  std::ofstream out(path);
-  RT_CHECK(out.good(), "trace: cannot write ", path);
   const nlohmann::json other = {{"zero_unix_s", clock.zero_unix_s}, {"rank", rank}};
-  out << nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}, {"otherData", other}}
-             .dump()
-      << "\n";
-  RT_CHECK(out.good(), "trace: writing ", path, " failed");
+  write_text_file(
+      path,
+      nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}, {"otherData", other}}
+              .dump() +
+          "\n",
+      "--trace-dir");
 }
 
 }  // namespace ringtrain

@@ -6,12 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/prof/report.hpp"
 #include "ringtrain/train/probes.hpp"
@@ -158,14 +158,7 @@ void write_diagnosis(const std::string& path, const ProbeResults& p, const Verdi
       {"verdict", v.bound},
       {"reason", v.reason},
       {"advice", v.advice}};
-  const auto dir = std::filesystem::path(path).parent_path();
-  std::error_code error;
-  if (!dir.empty()) std::filesystem::create_directories(dir, error);
-  std::ofstream out(path, std::ios::trunc);
-  out << j.dump(2) << "\n";
-  out.close();
-  RT_CHECK(!out.fail(), "diagnose: cannot write --summary ", path, ": ", std::strerror(errno),
-           "; choose a writable path");
+  write_text_file(path, j.dump(2) + "\n", "diagnose --summary");
 }
 
 ProbeResults run_probes(const TrainConfig& requested) {

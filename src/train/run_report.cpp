@@ -5,25 +5,15 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "ringtrain/core/host.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/prof/report.hpp"
 
 namespace ringtrain {
 namespace {
-
-std::ofstream open_for_writing(const std::string& path, const char* what, bool append = false) {
-  std::ofstream out;
-  if (path.empty()) return out;
-  const auto dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir);
-  out.open(path, append ? std::ios::app : std::ios::trunc);
-  RT_CHECK(out.good(), "train: cannot write ", what, " to ", path);
-  return out;
-}
 
 // Note: a line rewritten in place only when one process writes to a terminal. mpirun hands its
 // ranks a pseudo-terminal even when the job's output goes to a file, so several ranks get plain
@@ -123,14 +113,14 @@ void RunReport::begin(int64_t start_step, const std::string& resumed_from) {
   start_ = last_line_ = Clock::now();
   if (!root_ || config_.metrics_path.empty()) return;
   const bool resumed = !resumed_from.empty();
-  metrics_ = open_for_writing(config_.metrics_path, "metrics", resumed);
+  metrics_ = open_output(config_.metrics_path, "--metrics", resumed);
   if (!resumed) return;
   const nlohmann::json marker = {{"segment", "resumed"},
                                  {"step", start_step},
                                  {"checkpoint", resumed_from},
                                  {"time", utc_now()}};
   metrics_ << marker.dump() << "\n";
-  metrics_.flush();
+  check_output(metrics_, config_.metrics_path, "--metrics");
 }
 
 void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
@@ -180,7 +170,7 @@ void RunReport::epoch_done(const EpochMetrics& m) {
                             {"gpu_util_min", percent_or_null(m.gpu_util_min)},
                             {"gpus", gpus_json(m.gpus)}};
   metrics_ << j.dump() << "\n";
-  metrics_.flush();
+  check_output(metrics_, config_.metrics_path, "--metrics");
 }
 
 void RunReport::run_done(const TrainResult& r) {
@@ -233,9 +223,7 @@ void RunReport::run_done(const TrainResult& r) {
       {"final_loss",
        r.step_losses.empty() ? nlohmann::json() : nlohmann::json(r.step_losses.back())}};
   j.update(provenance(config_, r));
-  std::ofstream out = open_for_writing(config_.summary_path, "the run summary");
-  out << j.dump(2) << "\n";
-  RT_CHECK(out.good(), "train: writing the run summary to ", config_.summary_path, " failed");
+  write_text_file(config_.summary_path, j.dump(2) + "\n", "--summary");
 }
 
 }  // namespace ringtrain

@@ -134,7 +134,10 @@ expect 2 "has 3 classes, but .* was trained on 6" "$bin" "${ev[@]/$dir\/d.h5/$di
 expect 2 "has 3 classes" timeout 120 "$mpiexec" -n 2 --oversubscribe "$bin" "${ev[@]/$dir\/d.h5/$dir/three.h5}"
 expect 2 "class 0 of .* is 'pattern5', but in .* it is 'pattern0'" "$bin" "${ev[@]/$dir\/d.h5/$dir/renamed.h5}"
 expect 2 "batch-size" "$bin" "${ev[@]}" --batch-size 0
-expect 1 "$dir/no/such/dir/out.json" "$bin" "${ev[@]}" --out "$dir/no/such/dir/out.json"
+"$bin" "${ev[@]}" --out "$dir/new/folder/out.json" >/dev/null 2>&1 && [ -s "$dir/new/folder/out.json" ] ||
+  fail "eval --out into a new folder: no report written" "$dir/err"
+touch "$dir/a_file"
+expect 1 "eval --out: cannot create the folder $dir/a_file/sub" "$bin" "${ev[@]}" --out "$dir/a_file/sub/out.json"
 expect 1 "$dir/missing.png" "$bin" predict --checkpoint "$ck" --device cpu "$dir/img0.png" "$dir/missing.png"
 grep -q "^$dir/img0.png$" "$dir/out" || fail "predict stopped at a missing image" "$dir/out"
 expect 1 "$dir/corrupt.png" "$bin" predict --checkpoint "$ck" --device cpu "$dir/corrupt.png"

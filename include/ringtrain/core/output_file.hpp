@@ -1,0 +1,24 @@
+#pragma once
+// The files a command writes for the user (the run summary, metrics, traces, --out reports):
+// their folder is created first, and every failure names the flag, the file, the system's
+// reason and the remedy.
+#include <fstream>
+#include <string>
+
+namespace ringtrain {
+
+// Creates the folders above `path` (nothing when it names none). `flag` names the file to the
+// user, e.g. "--summary".
+void create_parent_folder(const std::string& path, const std::string& flag);
+
+// Opens `path` for writing, truncated or appended to, its folder created first.
+std::ofstream open_output(const std::string& path, const std::string& flag, bool append = false);
+
+// Checks that everything written to `out` reached the file (flushed, no stream error).
+void check_output(std::ofstream& out, const std::string& path, const std::string& flag);
+
+// Writes `text` as the whole of `path`, atomically (a reader sees the old file or the new one),
+// its folder created first.
+void write_text_file(const std::string& path, const std::string& text, const std::string& flag);
+
+}  // namespace ringtrain

@@ -1,0 +1,99 @@
+// The user's output files (summary, metrics, traces, --out): folders created, appends kept,
+// whole files replaced atomically, and every failure naming the flag, the path and the reason.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ringtrain/core/error.hpp"
+#include "ringtrain/core/output_file.hpp"
+#include "test_util.hpp"
+
+namespace ringtrain {
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OutputFile, CreatesFoldersAndAppendsOrTruncates) {
+  const std::string path = test::temp_path("output_file/a/b/metrics.jsonl");
+  std::filesystem::remove_all(test::temp_path("output_file"));
+  {
+    std::ofstream out = open_output(path, "--metrics");
+    out << "one\n";
+    check_output(out, path, "--metrics");
+  }
+  {
+    std::ofstream out = open_output(path, "--metrics", true);
+    out << "two\n";
+    check_output(out, path, "--metrics");
+  }
+  EXPECT_EQ(read_all(path), "one\ntwo\n");
+  { std::ofstream out = open_output(path, "--metrics"); }
+  EXPECT_EQ(read_all(path), "");
+}
+
+TEST(OutputFile, WholeFileReplacedAndNoTemporaryLeft) {
+  const std::string dir = test::temp_path("output_whole");
+  std::filesystem::remove_all(dir);
+  const std::string path = dir + "/deep/summary.json";
+  write_text_file(path, "{\"a\": 1}\n", "--summary");
+  write_text_file(path, "{}\n", "--summary");
+  EXPECT_EQ(read_all(path), "{}\n");
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/deep")) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST(OutputFile, FolderBlockedByAFileIsNamed) {
+  const std::string blocker = test::temp_path("output_blocker");
+  std::filesystem::remove_all(blocker);
+  std::ofstream(blocker) << "a file where a folder should go";
+  const std::string path = blocker + "/sub/summary.json";
+  const std::string opened = error_of([&] { open_output(path, "--metrics"); });
+  EXPECT_NE(opened.find("--metrics: cannot create the folder " + blocker + "/sub"),
+            std::string::npos)
+      << opened;
+  EXPECT_NE(opened.find("choose a writable path"), std::string::npos) << opened;
+  const std::string written = error_of([&] { write_text_file(path, "{}", "--summary"); });
+  EXPECT_NE(written.find("--summary: cannot create the folder"), std::string::npos) << written;
+}
+
+TEST(OutputFile, UnwritablePathNamesFlagAndReason) {
+  const std::string dir = test::temp_path("output_is_dir");
+  std::filesystem::create_directories(dir);
+  const std::string opened = error_of([&] { open_output(dir, "--metrics"); });
+  EXPECT_NE(opened.find("--metrics: cannot open " + dir + " for writing: Is a directory"),
+            std::string::npos)
+      << opened;
+  const std::string written = error_of([&] { write_text_file(dir, "{}", "eval --out"); });
+  EXPECT_EQ(written.rfind("eval --out: ", 0), 0u) << written;
+}
+
+TEST(OutputFile, FullDiskIsReportedWhenWritten) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  std::ofstream out = open_output("/dev/full", "--metrics", true);
+  out << std::string(1 << 16, 'x');
+  const std::string failed = error_of([&] { check_output(out, "/dev/full", "--metrics"); });
+  EXPECT_NE(failed.find("--metrics: writing /dev/full failed"), std::string::npos) << failed;
+}
+
+}  // namespace
+}  // namespace ringtrain
