@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "ringtrain/core/clock.hpp"
-#include "ringtrain/core/cpus.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
@@ -91,7 +90,12 @@ double allreduce_probe(const TrainConfig& c, const World& world, Backend& backen
 int choose_workers(const TrainConfig& config, const Dataset& data, const World& world,
                    Backend& backend) {
   const double compute = compute_probe(config, data, world, backend).images_per_s;
-  const int most = affinity_cores();
+  // Note: the bound is this rank's share of its node's cores (its affinity mask divided among
+  // the local ranks that share it), not the machine's cores: under mpirun without binding, or
+  // Slurm's --cpus-per-task, more threads than that only take turns.
+  const int most = node_cpu_share(world).cores;
+  spdlog::info("--workers auto: trying 1 to {} loader thread(s), this rank's share of its cores",
+               most);
   int best = 1;
   double best_rate = 0;
   for (int w = 1; w <= most; w *= 2) {

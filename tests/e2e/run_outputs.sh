@@ -10,8 +10,9 @@
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 "$bin" data synth --out "$dir/small.h5" --train 256 --test 32 --height 8 --width 8 >/dev/null
-model=(--data "$dir/small.h5" --depth 18 --width 0.0625 --batch-size 8 --threads 1 --workers 1
-  --no-eval --log-interval 0)
+base=(--data "$dir/small.h5" --depth 18 --width 0.0625 --batch-size 8 --threads 1 --no-eval
+  --log-interval 0)
+model=("${base[@]}" --workers 1)
 
 # Final checkpoint: by default, and not with --no-final-checkpoint.
 "$bin" train "${model[@]}" --steps 3 --checkpoint-dir "$dir/final" >"$dir/final.log" 2>&1
@@ -88,11 +89,15 @@ grep -q 'step [0-9]*/3' "$dir/mpi.log" && ! rewritten "$dir/mpi.log" &&
 taskset -c 0 "$bin" train "${model[@]}" --steps 1 --no-final-checkpoint >"$dir/taskset.log" 2>&1
 grep -q "may use 1 core(s) (its affinity mask holds 1, .*: 1 compute thread" "$dir/taskset.log" &&
   ok "taskset -c 0: $(grep -o 'may use.*' "$dir/taskset.log")" || fail "taskset -c 0" "$dir/taskset.log"
-taskset -c 0,1 "$mpiexec" -n 2 --oversubscribe --bind-to none "$bin" train "${model[@]}" --steps 1 \
-  --no-final-checkpoint >"$dir/unbound.log" 2>&1
+taskset -c 0,1 "$mpiexec" -n 2 --oversubscribe --bind-to none "$bin" train "${base[@]}" \
+  --workers auto --steps 1 --no-final-checkpoint \
+  >"$dir/unbound.log" 2>&1
 grep -q "may use 1 core(s) (its affinity mask holds 2, shared by 2 rank(s)" "$dir/unbound.log" &&
   ok "2 unbound ranks on 2 cores: $(grep -o 'may use.*' "$dir/unbound.log")" ||
   fail "2 unbound ranks on 2 cores" "$dir/unbound.log"
+grep -q "workers auto: trying 1 to 1 loader thread" "$dir/unbound.log" &&
+  grep -q "workers auto: 1 loader thread(s)" "$dir/unbound.log" &&
+  ok "--workers auto probes within the rank's share" || fail "--workers auto bound" "$dir/unbound.log"
 
 # --device auto without a GPU says so in a user's words; --device cuda keeps CUDA's.
 if nvidia-smi -L >/dev/null 2>&1; then
