@@ -4,6 +4,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -37,15 +38,20 @@ std::string space_note(int code, const std::string& dir, size_t needed) {
                  " bytes free, the file needs ", needed, "; free space there or write elsewhere)");
 }
 
+constexpr size_t kProgressBytes = size_t{64} << 20;
+
 // Writes `image` to a new file `tmp`, fsynced and closed, every result checked.
-void write_file(const std::string& tmp, const std::string& dir, const std::vector<char>& image) {
+void write_file(const std::string& tmp, const std::string& dir, const std::vector<char>& image,
+                const WriteProgress& progress) {
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   RT_CHECK(fd >= 0, "open of ", tmp, " for writing failed: ", errno_text(errno));
   size_t done = 0;
   int code = 0;
   while (done < image.size() && code == 0) {
-    const ssize_t n = ::write(fd, image.data() + done, image.size() - done);
+    const ssize_t n =
+        ::write(fd, image.data() + done, std::min(image.size() - done, kProgressBytes));
     if (n > 0) done += static_cast<size_t>(n);
+    if (n > 0 && progress) progress(done, image.size());
     if (n < 0 && errno != EINTR) code = errno;
     if (n == 0) code = ENOSPC;  // Note: a regular file's write returns 0 only when it cannot grow
   }
@@ -59,12 +65,13 @@ void write_file(const std::string& tmp, const std::string& dir, const std::vecto
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::vector<char>& image) {
+void write_file_atomically(const std::string& path, const std::vector<char>& image,
+                           const WriteProgress& progress) {
   const std::string tmp = path + ".tmp";
   const auto parent = std::filesystem::path(path).parent_path();
   const std::string dir = parent.empty() ? "." : parent.string();
   try {
-    write_file(tmp, dir, image);
+    write_file(tmp, dir, image, progress);
     RT_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "rename of ", tmp, " to ", path,
              " failed: ", errno_text(errno));
     fsync_path(dir);

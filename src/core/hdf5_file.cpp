@@ -71,7 +71,8 @@ void hdf5_check(int64_t status, const std::string& what) {
   if (status < 0) throw Error(str_cat(what, ": ", hdf5_error_text()));
 }
 
-void write_hdf5_atomically(const std::string& path, const std::function<void(hid_t file)>& fill) {
+void write_hdf5_atomically(const std::string& path, const std::function<void(hid_t file)>& fill,
+                           const WriteProgress& progress) {
   silence_hdf5();
   std::vector<char> image;
   try {
@@ -79,7 +80,7 @@ void write_hdf5_atomically(const std::string& path, const std::function<void(hid
   } catch (const Error& e) {
     throw Error(str_cat("cannot write ", path, ": ", e.what()));
   }
-  write_file_atomically(path, image);
+  write_file_atomically(path, image, progress);
 }
 
 }  // namespace ringtrain

@@ -381,23 +381,27 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 }  // namespace
 
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
-                      const Tensor& momentum, const CheckpointMeta& meta) {
+                      const Tensor& momentum, const CheckpointMeta& meta,
+                      const WriteProgress& progress) {
   // Note: the file is built in memory, then written to PATH.tmp, fsynced and renamed: a crash or
   // a full disk leaves the older checkpoints and at most a .tmp (removed at the next start),
   // never a torn file under a checkpoint's name that --resume auto would have to tell apart.
-  write_hdf5_atomically(path, [&](hid_t file) {
-    for (const Section& s : sections(params, momentum)) {
-      Handle group(H5Gcreate2(file, s.group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-      hdf5_check(group.get(), str_cat("checkpoint: H5Gcreate2 of /", s.group));
-      for (const ParamInfo& info : *s.infos) {
-        Tensor host = Tensor::zeros(info.shape, DType::f32);
-        backend.copy(s.flat.slice(info.offset, info.shape), host);
-        write_tensor(group.get(), info.name, host);
-      }
-      group.close(str_cat("checkpoint: H5Gclose of /", s.group));
-    }
-    write_meta(file, meta);
-  });
+  write_hdf5_atomically(
+      path,
+      [&](hid_t file) {
+        for (const Section& s : sections(params, momentum)) {
+          Handle group(H5Gcreate2(file, s.group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+          hdf5_check(group.get(), str_cat("checkpoint: H5Gcreate2 of /", s.group));
+          for (const ParamInfo& info : *s.infos) {
+            Tensor host = Tensor::zeros(info.shape, DType::f32);
+            backend.copy(s.flat.slice(info.offset, info.shape), host);
+            write_tensor(group.get(), info.name, host);
+          }
+          group.close(str_cat("checkpoint: H5Gclose of /", s.group));
+        }
+        write_meta(file, meta);
+      },
+      progress);
 }
 
 CheckpointMeta read_checkpoint_meta(const std::string& path) {

@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <filesystem>
+
+#include "ringtrain/core/clock.hpp"
 
 #include "ringtrain/train/resume_position.hpp"
 #include "ringtrain/train/stop_signal.hpp"
@@ -10,10 +13,7 @@
 namespace ringtrain {
 
 Checkpointer::Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity)
-    : config_(config),
-      comm_(comm),
-      identity_(std::move(identity)),
-      last_save_(std::chrono::steady_clock::now()) {}
+    : config_(config), comm_(comm), identity_(std::move(identity)), last_save_(Clock::now()) {}
 
 RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor& momentum,
                                  LossScaler& scaler) {
@@ -76,10 +76,9 @@ bool Checkpointer::before_start(const RunPosition& start, Backend& backend,
 
 bool Checkpointer::after_step(const RunPosition& next, Backend& backend, const ParameterSet& params,
                               const Tensor& momentum, const LossScaler& scaler) {
-  const bool on_clock =
-      config_.checkpoint_minutes > 0 &&
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_save_).count() >=
-          60 * config_.checkpoint_minutes;
+  const bool on_clock = config_.checkpoint_minutes > 0 &&
+                        std::chrono::duration<double>(Clock::now() - last_save_).count() >=
+                            60 * config_.checkpoint_minutes;
   // Any rank's signal stops every rank; rank 0's clock decides the timed checkpoints.
   double votes[2] = {stop_signal_received() != 0 ? 1.0 : 0.0,
                      comm_.rank() == 0 && on_clock ? 1.0 : 0.0};
@@ -118,21 +117,38 @@ void Checkpointer::save(const RunPosition& at, Backend& backend, const Parameter
   meta.loss_scale = scaler.scale();
   meta.loss_scale_clean_steps = scaler.clean_steps();
   const std::string path = checkpoint_path(config_.checkpoint_dir, at.step);
-  if (comm_.rank() == 0) {
-    write_checkpoint(path, backend, params, momentum, meta);
-    try {
-      verify_checkpoint(path);  // the older checkpoints go only once this one reads back whole
-    } catch (const Error& e) {
-      std::remove(path.c_str());
-      throw Error(str_cat("checkpoint ", path, " did not read back after writing (", e.what(),
-                          "): removed it, the older checkpoints are kept"));
-    }
-    prune_checkpoints(config_.checkpoint_dir, config_.keep_checkpoints);
-    spdlog::info("checkpoint {}", path);
-  }
+  if (comm_.rank() == 0) write_and_verify(path, backend, params, momentum, meta);
   comm_.barrier();  // no rank goes on (or exits) before the file is in place
   last_written_ = path;
-  last_save_ = std::chrono::steady_clock::now();
+  last_save_ = Clock::now();
+}
+
+// Rank 0's part of save(): the file written (with a progress line every --log-interval seconds
+// while it is), read back whole, and only then the older checkpoints pruned.
+void Checkpointer::write_and_verify(const std::string& path, Backend& backend,
+                                    const ParameterSet& params, const Tensor& momentum,
+                                    const CheckpointMeta& meta) {
+  const auto start = Clock::now();
+  auto last_line = start;
+  const auto progress = [&](std::size_t done, std::size_t total) {
+    if (done == total || seconds_since(last_line) < config_.log_interval_s) return;
+    last_line = Clock::now();
+    spdlog::info("checkpoint {}: {:.0f} of {:.0f} MiB written ({:.1f} s)", path, done / 1048576.0,
+                 total / 1048576.0, seconds_since(start));
+  };
+  write_checkpoint(path, backend, params, momentum, meta, progress);
+  const double written_s = seconds_since(start);
+  try {
+    verify_checkpoint(path);
+  } catch (const Error& e) {
+    std::remove(path.c_str());
+    throw Error(str_cat("checkpoint ", path, " did not read back after writing (", e.what(),
+                        "): removed it, the older checkpoints are kept"));
+  }
+  prune_checkpoints(config_.checkpoint_dir, config_.keep_checkpoints);
+  spdlog::info("checkpoint {} ({:.0f} MiB, written in {:.1f} s, read back in {:.1f} s)", path,
+               std::filesystem::file_size(path) / 1048576.0, written_s,
+               seconds_since(start) - written_s);
 }
 
 }  // namespace ringtrain

@@ -145,6 +145,20 @@ void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
   }
 }
 
+void RunReport::evaluation_progress(int64_t batch, int64_t batches) {
+  if (!root_ || batch >= batches) return;
+  if (seconds_between(last_line_, Clock::now()) < config_.log_interval_s) return;
+  last_line_ = Clock::now();
+  const std::string line =
+      fmt::format("evaluation: batch {} of {} ({}%)", batch, batches, 100 * batch / batches);
+  if (terminal_) {
+    std::printf("\r%-100s", line.c_str());
+    std::fflush(stdout);
+  } else {
+    spdlog::info("{}", line);
+  }
+}
+
 void RunReport::epoch_done(const EpochMetrics& m) {
   if (!root_) return;
   if (terminal_) std::printf("\n");

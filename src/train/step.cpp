@@ -55,12 +55,15 @@ EvalSums evaluate(TrainSession& s) {
   EvalSums sums;
   Backend& backend = s.backend();
   s.test_batches->start_epoch(0);
+  const int64_t batches = s.test_loader->batches_per_epoch();
+  int64_t done = 0;
   while (const DeviceBatch* b = s.test_batches->next()) {
     const int64_t n = b->images.dim(0);
     const Tensor& logits = s.model().forward(b->images, false);
     sums.loss += backend.softmax_cross_entropy(logits, b->labels, 0.0f, nullptr) * n;
     sums.correct += static_cast<double>(backend.count_correct(logits, b->labels));
     sums.count += static_cast<double>(n);
+    s.report->evaluation_progress(++done, batches);
   }
   return sums;
 }

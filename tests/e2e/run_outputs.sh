@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What a run leaves and reports, as a batch user relies on it: a final checkpoint by default
-# (none with --no-final-checkpoint); after a resume, img/s and phase means cover only the steps
+# (none with --no-final-checkpoint) and progress lines while it and the evaluation are written
+# and run; after a resume, img/s and phase means cover only the steps
 # this process ran, and --metrics keeps the first segment's lines, a segment marker and the new
 # ones (a fresh run replaces the file); the progress line is rewritten in place only for one
 # process writing to a terminal (also when the environment looks like MPI's), never into a file
@@ -22,6 +23,19 @@ model=("${base[@]}" --workers 1)
   >"$dir/none.log" 2>&1
 [ -z "$(ls "$dir/none")" ] && ok "--no-final-checkpoint writes none" ||
   fail "--no-final-checkpoint wrote $(ls "$dir/none")" "$dir/none.log"
+
+# Long non-training work says how far it is (--log-interval 0: as often as it can): a ResNet-50
+# checkpoint (180 MiB) after each 64 MiB, then its size and times; the evaluation batch by batch.
+"$bin" train --data "$dir/small.h5" --depth 50 --batch-size 2 --threads 1 --workers 0 --no-eval \
+  --log-interval 0 --steps 1 --checkpoint-dir "$dir/big" >"$dir/big.log" 2>&1
+grep -q "ckpt-step00000001.h5: 128 of 1[0-9][0-9] MiB written" "$dir/big.log" &&
+  grep -q "ckpt-step00000001.h5 (1[0-9][0-9] MiB, written in [0-9.]* s, read back in" "$dir/big.log" &&
+  ok "checkpoint progress: $(grep -o 'ckpt-step00000001.h5 (.*' "$dir/big.log")" ||
+  fail "checkpoint progress lines" "$dir/big.log"
+"$bin" train --data "$dir/small.h5" --depth 18 --width 0.0625 --batch-size 8 --threads 1 \
+  --workers 0 --log-interval 0 --eval-batch-size 8 --steps 1 --no-final-checkpoint >"$dir/ev.log" 2>&1
+grep -q "evaluation: batch 3 of 4 (75%)" "$dir/ev.log" && ! grep -q "batch 4 of 4" "$dir/ev.log" &&
+  ok "evaluation progress lines" || fail "evaluation progress lines" "$dir/ev.log"
 
 # A run of 10 steps, resumed to 20: the second segment's rate is its own 10 steps over its own
 # time, and the metrics file holds both segments.

@@ -1,11 +1,13 @@
 // The user's output files (summary, metrics, traces, --out): folders created, appends kept,
-// whole files replaced atomically, and every failure naming the flag, the path and the reason.
+// whole files replaced atomically, and every failure naming the flag, the path and the reason;
+// the atomic writer's progress calls for large files.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/output_file.hpp"
 #include "test_util.hpp"
@@ -93,6 +95,20 @@ TEST(OutputFile, FullDiskIsReportedWhenWritten) {
   out << std::string(1 << 16, 'x');
   const std::string failed = error_of([&] { check_output(out, "/dev/full", "--metrics"); });
   EXPECT_NE(failed.find("--metrics: writing /dev/full failed"), std::string::npos) << failed;
+}
+
+TEST(AtomicFile, ProgressAfterEvery64MiBAndAtTheEnd) {
+  const std::string path = test::temp_path("progress.bin");
+  const std::vector<char> image((size_t{150} << 20) + 7, 'x');
+  std::vector<std::pair<size_t, size_t>> calls;
+  write_file_atomically(path, image,
+                        [&](size_t done, size_t total) { calls.emplace_back(done, total); });
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0], std::make_pair(size_t{64} << 20, image.size()));
+  EXPECT_EQ(calls[1], std::make_pair(size_t{128} << 20, image.size()));
+  EXPECT_EQ(calls[2], std::make_pair(image.size(), image.size()));
+  EXPECT_EQ(std::filesystem::file_size(path), image.size());
+  std::filesystem::remove(path);
 }
 
 }  // namespace

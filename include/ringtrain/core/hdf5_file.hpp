@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "ringtrain/core/atomic_file.hpp"
+
 namespace ringtrain {
 
 // Owns one HDF5 identifier and closes it with the matching H5?close. The destructor cannot
@@ -45,6 +47,7 @@ void hdf5_check(int64_t status, const std::string& what);
 // to PATH.tmp with checked POSIX writes, fsynced, closed and renamed into place, and the folder
 // fsynced. On any failure the temporary file is removed and an Error names the call, the file
 // and the system's reason (with the bytes needed and free when the disk is full).
-void write_hdf5_atomically(const std::string& path, const std::function<void(hid_t file)>& fill);
+void write_hdf5_atomically(const std::string& path, const std::function<void(hid_t file)>& fill,
+                           const WriteProgress& progress = {});
 
 }  // namespace ringtrain

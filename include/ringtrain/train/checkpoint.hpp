@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/data/augment.hpp"
 #include "ringtrain/nn/parameters.hpp"
 #include "ringtrain/nn/resnet.hpp"
@@ -44,8 +45,10 @@ struct CheckpointMeta {
 // of / (with `meta_xxh64` over them; the schema is in docs/ARCHITECTURE.md). Written to PATH.tmp,
 // flushed, closed, fsynced and renamed, every result checked, so a crash or a full disk never
 // leaves a torn checkpoint under a checkpoint's name.
+// `progress` as for write_file_atomically.
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
-                      const Tensor& momentum, const CheckpointMeta& meta);
+                      const Tensor& momentum, const CheckpointMeta& meta,
+                      const WriteProgress& progress = {});
 
 // The meta of a checkpoint: throws an Error naming the file when it cannot be opened (torn,
 // truncated, not HDF5), lacks the meta or its checksum does not match.

@@ -59,6 +59,8 @@ class Checkpointer {
   std::string checkpoint_to_resume() const;
   void save(const RunPosition& at, Backend& backend, const ParameterSet& params,
             const Tensor& momentum, const LossScaler& scaler);
+  void write_and_verify(const std::string& path, Backend& backend, const ParameterSet& params,
+                        const Tensor& momentum, const CheckpointMeta& meta);
   // Records the signal and logs the stop (rank 0); `when`: where the run stopped.
   void report_stop(const std::string& when);
 

@@ -22,6 +22,9 @@ class RunReport {
   // resumed one appends a segment marker line and its epochs to it.
   void begin(int64_t start_step, const std::string& resumed_from);
   void progress(int64_t epoch, int64_t step, double loss, double lr);
+  // The evaluation after an epoch, `batch` of rank 0's `batches` done: a line every
+  // --log-interval seconds, none for the last batch (the epoch's line follows).
+  void evaluation_progress(int64_t batch, int64_t batches);
   void epoch_done(const EpochMetrics& m);
   void run_done(const TrainResult& r);
 
