@@ -5,18 +5,12 @@
 
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/dist/device_assignment.hpp"
+#include "test_util.hpp"
 
 namespace ringtrain {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(DeviceAssignment, LocalRankPicksTheDeviceOrDeviceZeroWhenEachRankSeesOne) {
   EXPECT_EQ(local_device(0, 4, 4), 0);

@@ -22,14 +22,7 @@ std::string read_all(const std::string& path) {
   return text.str();
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(OutputFile, CreatesFoldersAndAppendsOrTruncates) {
   const std::string path = test::temp_path("output_file/a/b/metrics.jsonl");

@@ -19,6 +19,16 @@ inline std::string temp_path(const std::string& name) {
   return (dir / name).string();
 }
 
+// The message of the Error that f throws ("" when it throws none).
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 template <class T>
 Tensor random_tensor(const Shape& shape, std::mt19937_64& rng, double scale = 1.0) {
   Tensor t = Tensor::zeros(shape, dtype_of<T>());
