@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every system package that ringtrain's build, tests and jobs/ need on
-# Debian 12 / Ubuntu 22.04+ (Slurm for the `slurm` tests, which start their own daemons).
+# Debian 12 / Ubuntu 22.04+ (Slurm for the `slurm` tests, which start their own daemons; PyYAML
+# and jsonschema for tests/recipes/check_recipes.py). env/ringtrain.def runs it on Ubuntu 24.04.
 # Idempotent: does nothing when all are present.
 set -euo pipefail
 
@@ -17,7 +18,7 @@ packages=(
   libopenblas-dev libdnnl-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev
-  python3 python3-matplotlib python3-h5py
+  python3 python3-matplotlib python3-h5py python3-yaml python3-jsonschema
   graphviz shellcheck
   slurmctld slurmd slurm-client
 )
