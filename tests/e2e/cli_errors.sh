@@ -2,12 +2,10 @@
 # Every bad input gives one clear "ringtrain: error:" line (or CLI11's usage error) and a
 # non-zero exit that is not a crash (no signal, no core dump).
 #   tests/e2e/cli_errors.sh build/ringtrain build/tests/write_bad_datasets
-set -u
 bin=$1
 writer=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
+# shellcheck source=harness.sh
+source "$(dirname "$0")/harness.sh"
 
 # expect_error NAME EXPECTED_TEXT ARGS...
 expect_error() {
@@ -16,15 +14,15 @@ expect_error() {
   local rc=0
   "$bin" "$@" >"$dir/out" 2>"$dir/err" || rc=$?
   if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then
-    echo "FAIL $name: exit status $rc (want a clean non-zero exit)"; cat "$dir/err"; failures=$((failures + 1)); return
+    fail "$name: exit status $rc (want a clean non-zero exit)" "$dir/err"; return
   fi
   if ! grep -qF -- "$expected" "$dir/err"; then
-    echo "FAIL $name: stderr lacks '$expected':"; cat "$dir/err"; failures=$((failures + 1)); return
+    fail "$name: stderr lacks '$expected'" "$dir/err"; return
   fi
   if [ "$(grep -c . "$dir/err")" -gt 3 ]; then
-    echo "FAIL $name: more than a short error:"; cat "$dir/err"; failures=$((failures + 1)); return
+    fail "$name: more than a short error" "$dir/err"; return
   fi
-  echo "ok   $name: $(head -n 1 "$dir/err")"
+  ok "$name: $(head -n 1 "$dir/err")"
 }
 
 "$writer" "$dir"
@@ -50,7 +48,7 @@ mkdir -p "$dir/cifar"
 for i in 1 2 3 4 5; do head -c 3073 /dev/zero >"$dir/cifar/data_batch_$i.bin"; done
 head -c 3000 /dev/zero >"$dir/cifar/test_batch.bin"
 expect_error cifar_truncated "test_batch.bin: 3000 bytes is not a whole number" data convert "$dir/cifar" --out "$dir/out.h5"
-if ls "$dir"/out.h5* >/dev/null 2>&1; then echo "FAIL cifar_truncated: left $(ls "$dir"/out.h5*)"; failures=$((failures + 1)); fi
+if ls "$dir"/out.h5* >/dev/null 2>&1; then fail "cifar_truncated: left $(ls "$dir"/out.h5*)"; fi
 expect_error inspect_missing "no such file" data inspect "$dir/absent.h5"
 
 echo "cli_errors: $failures failed"

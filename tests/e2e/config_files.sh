@@ -6,13 +6,10 @@
 # and a run started from the summary's or the checkpoint's copy ends with the same loss, bit
 # for bit, as the run that wrote it.
 #   tests/e2e/config_files.sh build/ringtrain
-set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+# shellcheck source=harness.sh
+source "$(dirname "$0")/harness.sh"
 cd "$dir" || exit 1  # whatever a run writes by default lands here
-failures=0
-fail() { echo "FAIL $1"; [ -f "${2:-}" ] && tail -n 20 "$2"; failures=$((failures + 1)); }
 
 # print NAME ARGS...: `ringtrain ARGS --print-config` into $dir/NAME.toml (exit 0 wanted).
 print() {
@@ -36,7 +33,7 @@ usage_error() {
     grep -qF -- "$text" "$dir/err" || { fail "$name: stderr lacks '$text'" "$dir/err"; return; }
   done
   [ "$(grep -c . "$dir/err")" -le 2 ] || fail "$name: more than a short error" "$dir/err"
-  echo "ok   $name: $(head -n 1 "$dir/err")"
+  ok "$name: $(head -n 1 "$dir/err")"
 }
 # summary_field FILE KEY: a field of a run summary, numbers as Python's repr (exact).
 summary_field() {
@@ -192,7 +189,7 @@ for source in summary checkpoint; do
     fail "run from the $source's configuration" "$dir/$source.log"
   b=$(summary_field "$dir/$source.json" final_loss)
   [ "$a" = "$b" ] || fail "from the $source's configuration: final loss $b, the run's $a"
-  echo "ok   from the $source: final loss $b = $a"
+  ok "from the $source: final loss $b = $a"
 done
 # The same run with one setting changed ends elsewhere: the comparison above can tell.
 "$bin" train --config "$dir/from_summary.toml" --momentum 0.9 --checkpoint-dir "$dir/ck_other" \
