@@ -64,16 +64,24 @@ const CLI::Validator kSeed(
     },
     "[0, 2^64)");
 
-// A thread count, or "auto" (passed on as -1).
 CLI::Validator workers_or_auto() {
   const CLI::Validator count = whole(0, limits::kMaxWorkers);
   return CLI::Validator(
       [count](std::string& value) -> std::string {
-        if (value != "auto") return count(value);
-        value = "-1";
-        return "";
+        if (value == "auto" || value == "cores") {
+          value =
+              std::to_string(value == "auto" ? limits::kWorkersAuto : limits::kWorkersFromCores);
+          return "";
+        }
+        return count(value);
       },
-      str_cat("[0, ", limits::kMaxWorkers, "]|auto"));
+      str_cat("[0, ", limits::kMaxWorkers, "]|auto|cores"));
+}
+
+std::string workers_text(int workers) {
+  if (workers == limits::kWorkersAuto) return "auto";
+  if (workers == limits::kWorkersFromCores) return "cores";
+  return std::to_string(workers);
 }
 
 // A file path, never empty: an empty --data would silently mean synthetic data (leaving the flag

@@ -20,8 +20,10 @@ CLI::Validator real(double lo, double hi);
 CLI::Validator positive(double hi);
 // A seed: only digits, below 2^64.
 extern const CLI::Validator kSeed;
-// A thread count, or "auto" (passed on as -1).
+// A loader thread count, "auto" or "cores" (passed on as limits::kWorkersAuto and
+// kWorkersFromCores); workers_text turns those back into their words.
 CLI::Validator workers_or_auto();
+std::string workers_text(int workers);
 // A file path, never empty.
 extern const CLI::Validator kFilePath;
 

@@ -78,9 +78,10 @@ void add_data_flags(CLI::App& cmd, TrainConfig& c) {
   add_setting(cmd, "--synth-path", c.synth_path, "where the default synthetic dataset is written")
       ->capture_default_str();
   add_setting(cmd, "--workers", c.workers,
-              "loader threads (0: assemble batches synchronously; auto: probe for enough)")
+              "loader threads (0: assemble batches synchronously; auto: probe for enough; cores: "
+              "from this rank's share of its cores, all but one on a GPU, at most 2 on the CPU)")
       ->transform(workers_or_auto())
-      ->default_function([&c] { return c.workers < 0 ? "auto" : std::to_string(c.workers); })
+      ->default_function([&c] { return workers_text(c.workers); })
       ->capture_default_str();
   add_setting(cmd, "--prefetch-factor", c.prefetch_factor, "ready batches per loader thread")
       ->check(whole(1, limits::kMaxPrefetch))

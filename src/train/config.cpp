@@ -30,7 +30,7 @@ void check_numbers(const TrainConfig& c) {
   check_range("--momentum", c.momentum, 0.0f, 1.0f);
   check_range("--weight-decay", c.weight_decay, 0.0f, 1.0f);
   check_range("--label-smoothing", c.label_smoothing, 0.0f, 0.999f);
-  check_range("--workers", c.workers, -1, kMaxWorkers);
+  check_range("--workers", c.workers, kWorkersFromCores, kMaxWorkers);
   check_range("--prefetch-factor", c.prefetch_factor, 1, kMaxPrefetch);
   check_positive("--bucket-cap-mb", c.bucket_cap_mb, kMaxMegabytes);
   check_positive("--comm-timeout", c.comm_timeout_s, kMaxSeconds);

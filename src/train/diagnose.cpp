@@ -173,7 +173,8 @@ ProbeResults run_probes(const TrainConfig& requested) {
   {
     const Dataset data = load_data(config, comm);
     auto backend = make_backend(config, world);
-    if (config.workers < 0) config.workers = choose_workers(config, data, world, *backend);
+    if (config.workers == limits::kWorkersAuto)
+      config.workers = choose_workers(config, data, world, *backend);
     p.workers = config.workers;
     p.augment_on_device = config.augment_on == AugmentOn::device;
     spdlog::info("probe 1/4: the loader alone");

@@ -129,7 +129,7 @@ void TrainSession::build_gradient_sync() {
 }
 
 void TrainSession::build_loaders() {
-  if (config.workers < 0) {
+  if (config.workers == limits::kWorkersAuto) {
     config.workers = choose_workers(config, data, world, backend());
     spdlog::info("--workers auto: {} loader thread(s)", config.workers);
   }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -158,16 +159,33 @@ TrainConfig per_rank_config(TrainConfig c, int world_size) {
   return c;
 }
 
+namespace {
+
+// Note: on a GPU the loader has the rank's cores but one (the thread that drives the GPU), up
+// to 8; on the CPU the compute threads have them all, and two loader threads keep ahead of them
+// (the loader assembles thousands of images a second per thread, the CPU trains hundreds).
+int workers_from_cores(DeviceKind device, int cores) {
+  if (device == DeviceKind::cpu) return std::min(2, cores);
+  return std::clamp(cores - 1, 1, 8);
+}
+
+}  // namespace
+
 void use_cpu_share(TrainConfig& c, const World& world) {
   const CpuShare share = node_cpu_share(world);
-  const bool chosen = c.threads == 0;
-  if (chosen) c.threads = share.cores;
-  if (c.device != DeviceKind::cpu) return;
+  const bool threads_chosen = c.threads == 0;
+  if (threads_chosen) c.threads = share.cores;
+  const bool workers_chosen = c.workers == limits::kWorkersFromCores;
+  if (workers_chosen) c.workers = workers_from_cores(c.device, share.cores);
   spdlog::info(
       "CPU: this rank may use {} core(s) (its affinity mask holds {}, shared by {} rank(s) of "
-      "this node): {} compute thread(s){}",
-      share.cores, share.affinity_cores, share.sharing_ranks, c.threads,
-      chosen ? "" : " (--threads)");
+      "this node): {}{} loader thread(s){}",
+      share.cores, share.affinity_cores, share.sharing_ranks,
+      c.device == DeviceKind::cpu
+          ? str_cat(c.threads, " compute thread(s)", threads_chosen ? "" : " (--threads)", ", ")
+          : std::string(),
+      c.workers == limits::kWorkersAuto ? std::string("probed") : std::to_string(c.workers),
+      workers_chosen ? "" : " (--workers)");
 }
 
 std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) {

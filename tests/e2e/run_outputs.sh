@@ -98,10 +98,11 @@ in_terminal "$mpiexec" -n 2 --oversubscribe "$bin" train "${model[@]}" --steps 3
 grep -q 'step [0-9]*/3' "$dir/mpi.log" && ! rewritten "$dir/mpi.log" &&
   ok "mpirun on a terminal gets plain progress lines" || fail "progress under mpirun" "$dir/mpi.log"
 
-# Threads from the affinity mask, not the machine: taskset to one core gives one compute thread;
-# two unbound ranks on two cores share them.
-taskset -c 0 "$bin" train "${model[@]}" --steps 1 --no-final-checkpoint >"$dir/taskset.log" 2>&1
-grep -q "may use 1 core(s) (its affinity mask holds 1, .*: 1 compute thread" "$dir/taskset.log" &&
+# Threads from the affinity mask, not the machine: taskset to one core gives one compute thread
+# and one loader thread; two unbound ranks on two cores share them.
+taskset -c 0 "$bin" train "${base[@]}" --steps 1 --no-final-checkpoint >"$dir/taskset.log" 2>&1
+grep -q "may use 1 core(s) (its affinity mask holds 1, .*: 1 compute thread(s) (--threads), 1 loader thread(s)$" \
+  "$dir/taskset.log" &&
   ok "taskset -c 0: $(grep -o 'may use.*' "$dir/taskset.log")" || fail "taskset -c 0" "$dir/taskset.log"
 taskset -c 0,1 "$mpiexec" -n 2 --oversubscribe --bind-to none "$bin" train "${base[@]}" \
   --workers auto --steps 1 --no-final-checkpoint \

@@ -19,6 +19,9 @@ constexpr int kMaxBatch = 65536;              // images per step and process
 constexpr int kMaxGlobalBatch = 100000000;
 constexpr double kMaxLr = 1e6;
 constexpr int kMaxWorkers = 256;
+// --workers auto: probed against the compute; cores: from this rank's share of its cores.
+constexpr int kWorkersAuto = -1;
+constexpr int kWorkersFromCores = -2;
 constexpr int kMaxPrefetch = 64;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxDevices = 64;
@@ -75,8 +78,8 @@ struct TrainConfig {
   double debug_loader_delay_ms = 0;   // tests only: a slow loader (per batch)
   double debug_comm_delay_ms = 0;     // tests only: a slow all-reduce (per wait)
   bool debug_eval_nan = false;        // tests only: the evaluation's loss comes out NaN
-  int eval_batch_size = 0;  // images per evaluation batch; 0: batch_size
-  bool evaluate = true;  // on the test split after every epoch
+  int eval_batch_size = 0;            // images per evaluation batch; 0: batch_size
+  bool evaluate = true;               // on the test split after every epoch
   double lr = 0.1;
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
@@ -85,9 +88,9 @@ struct TrainConfig {
   Schedule schedule = Schedule::cosine;
   int64_t warmup_steps = 0;
   float label_smoothing = 0.0f;
-  double memory_budget_mb = 4096;  // train images above this are streamed from disk
-  int workers = 2;                 // loader threads; 0: synchronous; -1: auto (probed)
-  int prefetch_factor = 2;         // ready batches per worker
+  double memory_budget_mb = 4096;           // train images above this are streamed from disk
+  int workers = limits::kWorkersFromCores;  // loader threads; 0: synchronous
+  int prefetch_factor = 2;                  // ready batches per worker
   bool persistent_workers = false;
   bool augment = true;  // random crop with padding 4 and horizontal flip
   AugmentOn augment_on = AugmentOn::host;
