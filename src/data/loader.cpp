@@ -73,6 +73,27 @@ void Loader::assemble(const EpochPlan& plan, int64_t batch, Slot& slot) const {
   if (crops) slot.batch.crops = slot.crop_storage.slice(0, {n, 3});
 }
 
+void Loader::assemble_timed(const EpochPlan& plan, int64_t batch, Slot& slot) const {
+  if (!trace_clock_) return assemble(plan, batch, slot);
+  const double start = trace_clock_->seconds();
+  assemble(plan, batch, slot);
+  slot.span = {plan.epoch, batch, slot.batch.images.dim(0), start, trace_clock_->seconds() - start};
+}
+
+// Note: a worker times its batch into the batch's slot, and next() moves that span to the
+// worker's lane when it hands the batch out: the span crosses threads with the batch, under
+// the worker's mutex, so the lanes are touched by the calling thread alone and need no lock.
+// Batches assembled but never taken (past the end of a run, or of an abandoned epoch) are not
+// in the lanes.
+void Loader::trace_batches(const HostClock& clock) {
+  RT_CHECK(workers_.empty(), "loader: trace_batches() while the workers run; call it before ",
+           "start_epoch()");
+  trace_clock_ = &clock;
+  lanes_.clear();
+  if (config_.workers == 0) lanes_.push_back(BatchLane{});
+  for (int w = 0; w < config_.workers; ++w) lanes_.push_back(BatchLane{w, {}});
+}
+
 void Loader::start_epoch(int64_t epoch) {
   // Workers that are mid-epoch, or not meant to persist, start afresh.
   if (!config_.persistent_workers || next_batch_ < batches_) stop_workers();
@@ -150,7 +171,7 @@ void Loader::run_worker(int w) {
       // The slot is free: the consumer does not touch it until it is marked filled.
       slot.error = nullptr;
       try {
-        assemble(plan, k, slot);
+        assemble_timed(plan, k, slot);
       } catch (...) {
         slot.error = std::current_exception();
       }
@@ -184,7 +205,8 @@ const HostBatch* Loader::next() {
   }
   const int64_t k = next_batch_++;
   if (config_.workers == 0) {
-    assemble(plan_, k, sync_slot_);
+    assemble_timed(plan_, k, sync_slot_);
+    if (trace_clock_) lanes_.front().spans.push_back(sync_slot_.span);
     return &sync_slot_.batch;
   }
   Worker& worker = *workers_[static_cast<size_t>(k % config_.workers)];
@@ -196,6 +218,7 @@ const HostBatch* Loader::next() {
   held_ = &slot;
   held_worker_ = &worker;
   if (slot.error) std::rethrow_exception(slot.error);
+  if (trace_clock_) lanes_[static_cast<size_t>(k % config_.workers)].spans.push_back(slot.span);
   return &slot.batch;
 }
 

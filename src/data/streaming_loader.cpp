@@ -1,5 +1,7 @@
 #include "ringtrain/data/streaming_loader.hpp"
 
+#include <algorithm>
+
 #include "ringtrain/data/hdf5_io.hpp"
 
 namespace ringtrain {
@@ -8,6 +10,16 @@ namespace {
 // A seed for window w of a run, so windows get different permutations and crops.
 uint64_t window_seed(uint64_t seed, int64_t w) {
   return seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(w) * 0xBF58476D1CE4E5B9ull + 1;
+}
+
+// Appends each lane of `from` to the lane of the same thread in `into`.
+void merge_lanes(std::vector<BatchLane>& into, const std::vector<BatchLane>& from) {
+  for (const BatchLane& lane : from) {
+    auto same = std::find_if(into.begin(), into.end(),
+                             [&](const BatchLane& l) { return l.worker == lane.worker; });
+    if (same == into.end()) same = into.insert(into.end(), BatchLane{lane.worker, {}});
+    same->spans.insert(same->spans.end(), lane.spans.begin(), lane.spans.end());
+  }
 }
 
 }  // namespace
@@ -69,7 +81,18 @@ void StreamingLoader::start_epoch(int64_t epoch) {
   order_ = DistributedSampler(windows_, 1, 0, config_.shuffle, ShardTail::pad, config_.seed)
                .indices_for_epoch(epoch);
   position_ = 0;
+  close_window();
+}
+
+void StreamingLoader::close_window() {
+  if (loader_) merge_lanes(lanes_, loader_->batch_lanes());
   loader_.reset();
+}
+
+std::vector<BatchLane> StreamingLoader::batch_lanes() const {
+  std::vector<BatchLane> lanes = lanes_;
+  if (loader_) merge_lanes(lanes, loader_->batch_lanes());
+  return lanes;
 }
 
 // Replaces the current window by the next one of the epoch that yields a batch.
@@ -78,7 +101,7 @@ void StreamingLoader::start_epoch(int64_t epoch) {
 // is reused, not doubled, to stay within --memory-budget-mb: reading the next window stalls
 // training once per window (no read-ahead).
 bool StreamingLoader::open_next_window() {
-  loader_.reset();
+  close_window();
   writer_.reset();
   window_.images.clear();
   window_.count = 0;
@@ -97,6 +120,7 @@ bool StreamingLoader::open_next_window() {
     loader_ = std::make_unique<Loader>(
         window_, *writer_, DistributedSampler(n, world_, rank_, c.shuffle, ShardTail::drop, c.seed),
         c, device_);
+    if (trace_clock_) loader_->trace_batches(*trace_clock_);
     loader_->start_epoch(epoch_);
     return true;
   }

@@ -90,9 +90,23 @@ void DistributedDataParallel::broadcast_buffers() {
 }
 
 void DistributedDataParallel::launch(Bucket& b, bool during_backward) {
+  if (trace_) b.launch_s = trace_->clock().seconds();
   b.handle = comm_.all_reduce_async(params_.flat_grads(), b.offset, b.size, ReduceOp::average);
   b.launched = true;
   b.launched_during_backward = during_backward;
+}
+
+void DistributedDataParallel::trace_buckets(const StepProfiler* profiler) {
+  trace_ = profiler && profiler->mode() == ProfileMode::trace ? profiler : nullptr;
+}
+
+void DistributedDataParallel::wait_for(Bucket& b, int index) {
+  if (!trace_) return comm_.wait(b.handle);
+  const double wait_s = trace_->clock().seconds();
+  comm_.wait(b.handle);
+  const int64_t bytes = b.size * static_cast<int64_t>(dtype_size(params_.flat_grads().dtype()));
+  traced_.push_back({trace_->steps(), index, bytes, b.params, b.launched_during_backward,
+                     b.launch_s, wait_s, trace_->clock().seconds()});
 }
 
 std::string DistributedDataParallel::describe_param(int id) const {
@@ -116,8 +130,9 @@ void DistributedDataParallel::finish_gradients() {
              "a layer skipped its gradient)");
     if (communicate_ && !b.launched) launch(b, false);
   }
-  for (Bucket& b : buckets_) {
-    if (b.launched) comm_.wait(b.handle);
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
+    if (b.launched) wait_for(b, static_cast<int>(i));
     b.ready = 0;
     b.launched = false;
   }

@@ -5,7 +5,6 @@
 #include <numeric>
 
 #include "ringtrain/core/error.hpp"
-#include "ringtrain/core/output_file.hpp"
 
 namespace ringtrain {
 
@@ -61,42 +60,6 @@ double peak_tflops(const std::string& device_name) {
   for (const auto& [name, tflops] : peaks)
     if (device_name.find(name) != std::string::npos) return tflops;
   return 0;
-}
-
-void write_chrome_trace(const std::string& path, const std::vector<PhaseEvent>& events, int rank,
-                        const std::string& process_label, const std::string& device_label,
-                        bool host_row, const TraceClock& clock) {
-  nlohmann::json trace = nlohmann::json::array();
-  trace.push_back(
-      {{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"args", {{"name", process_label}}}});
-  trace.push_back({{"name", "process_sort_index"},
-                   {"ph", "M"},
-                   {"pid", rank},
-                   {"args", {{"sort_index", rank}}}});
-  const int rows = host_row ? 2 : 1;
-  for (int row = 0; row < rows; ++row)
-    trace.push_back({{"name", "thread_name"},
-                     {"ph", "M"},
-                     {"pid", rank},
-                     {"tid", row},
-                     {"args", {{"name", row == 0 ? device_label : std::string("host")}}}});
-  for (const PhaseEvent& e : events)
-    for (int row = 0; row < rows; ++row)
-      trace.push_back({{"name", phase_name(e.phase)},
-                       {"cat", "step"},
-                       {"ph", "X"},
-                       {"pid", rank},
-                       {"tid", row},
-                       {"ts", (clock.offset_s + (row == 0 ? e.start_s : e.host_start_s)) * 1e6},
-                       {"dur", (row == 0 ? e.duration_s : e.host_duration_s) * 1e6},
-                       {"args", {{"step", e.step}}}});
-  const nlohmann::json other = {{"zero_unix_s", clock.zero_unix_s}, {"rank", rank}};
-  write_text_file(
-      path,
-      nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}, {"otherData", other}}
-              .dump() +
-          "\n",
-      "--trace-dir");
 }
 
 }  // namespace ringtrain

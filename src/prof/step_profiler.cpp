@@ -22,28 +22,18 @@ const NameTable<ProfileMode>& names_of<ProfileMode>() {
   return names;
 }
 
-StepProfiler::StepProfiler(Device& device, ProfileMode mode)
-    : device_(device),
-      mode_(mode),
-      origin_(std::chrono::steady_clock::now()),
-      origin_unix_s_(
-          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-              .count()) {}
-
-double StepProfiler::host_seconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count();
-}
+StepProfiler::StepProfiler(Device& device, ProfileMode mode) : device_(device), mode_(mode) {}
 
 void StepProfiler::start(Phase p) {
   if (mode_ == ProfileMode::off) return;
   if (open_.empty()) device_.reset_marks();
-  open_.push_back({p, device_.mark(phase_name(p)), host_seconds()});
+  open_.push_back({p, device_.mark(phase_name(p)), clock_.seconds()});
 }
 
 void StepProfiler::end_step() {
   if (mode_ == ProfileMode::off || open_.empty()) return;
   const int end = device_.mark(nullptr);
-  const double host_end = host_seconds();
+  const double host_end = clock_.seconds();
   last_.fill(0);
   double at = elapsed_s_;
   for (size_t i = 0; i < open_.size(); ++i) {

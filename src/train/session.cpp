@@ -88,6 +88,7 @@ TrainSession::TrainSession(const TrainConfig& requested)
   build_model();
   build_gradient_sync();
   build_loaders();
+  if (config.profile == ProfileMode::trace) trace_host_spans();
   build_length();
   log_start();
   report.emplace(config, world.is_root(), world.size(), length.total_steps, length.epochs,
@@ -147,6 +148,11 @@ void TrainSession::build_loaders() {
   gpu_monitor.emplace(cuda ? gpus_in_use() : std::vector<std::string>{});
   if (cuda && !gpu_monitor->available())
     spdlog::info("GPU utilisation not measured: {}", gpu_monitor->why_unavailable());
+}
+
+void TrainSession::trace_host_spans() {
+  train_source.batches->trace_batches(profiler->clock());
+  if (ddp) ddp->trace_buckets(&*profiler);
 }
 
 std::vector<std::string> TrainSession::gpus_in_use() {

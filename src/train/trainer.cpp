@@ -10,6 +10,7 @@
 
 #include "ringtrain/core/clock.hpp"
 #include "ringtrain/core/host.hpp"
+#include "ringtrain/prof/chrome_trace.hpp"
 #include "ringtrain/prof/report.hpp"
 #include "ringtrain/train/session.hpp"
 #include "ringtrain/train/step.hpp"
@@ -108,16 +109,23 @@ bool run_epoch(TrainSession& s, int64_t epoch, RunPosition& at, TrainResult& res
 }
 
 // This rank's Chrome trace, on the job's clock: rank 0's profiler start is time 0 (collective).
+// Note: the host row is there on the CPU too, where it repeats the device row's durations: the
+// device row lays the steps end to end, and only the host row shares its clock with the
+// all-reduce and loader rows.
 void write_trace(TrainSession& s) {
   TraceClock clock;
   clock.zero_unix_s = s.world.is_root() ? s.profiler->origin_unix_s() : 0;
   s.comm.all_reduce_host(&clock.zero_unix_s, 1, ReduceOp::sum);  // rank 0's, on every rank
   clock.offset_s = s.profiler->origin_unix_s() - clock.zero_unix_s;
-  const std::string device = describe_backend(s.backend());
-  write_chrome_trace(str_cat(s.config.trace_dir, "/trace_rank", s.world.rank(), ".json"),
-                     s.profiler->events(), s.world.rank(),
-                     str_cat("rank ", s.world.rank(), " on ", host_name(), " (", device, ")"),
-                     device, s.backend().device_id().kind != DeviceKind::cpu, clock);
+  TraceRows rows;
+  rows.phases = s.profiler->events();
+  rows.device_label = describe_backend(s.backend());
+  rows.host_row = true;
+  if (s.ddp) rows.all_reduces = s.ddp->traced();
+  rows.loader = s.train_source.batches->batch_lanes();
+  write_chrome_trace(
+      str_cat(s.config.trace_dir, "/trace_rank", s.world.rank(), ".json"), rows, s.world.rank(),
+      str_cat("rank ", s.world.rank(), " on ", host_name(), " (", rows.device_label, ")"), clock);
 }
 
 // The run's totals, its report, and its trace.

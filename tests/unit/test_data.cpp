@@ -343,6 +343,37 @@ TEST(StreamingLoader, RanksGetDisjointShardsOfEachWindow) {
   EXPECT_EQ(total, 2u * 8 * (4 + 4 + 4 + 4 + 2));
 }
 
+// Traced, every window's Loader times its batches: the lanes hold each batch handed out once,
+// on the lane of the worker that built it, over windows and epochs.
+TEST(StreamingLoader, TracesTheBatchesOfEveryWindow) {
+  const StreamCase sc = stream_case();
+  CpuBackend backend(1);
+  LoaderConfig c;
+  c.batch_size = 8;
+  c.workers = 2;
+  c.augment = false;
+  StreamingLoader loader(sc.path, "train", sc.meta.train, 64, channel_statistics(sc.full.train),
+                         DType::f32, Layout::nchw, 1, 0, c, backend);
+  const HostClock clock;
+  loader.trace_batches(clock);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    loader.start_epoch(epoch);
+    while (loader.next()) {
+    }
+  }
+  const std::vector<BatchLane> lanes = loader.batch_lanes();
+  ASSERT_EQ(lanes.size(), 2u);
+  size_t spans = 0;
+  for (const BatchLane& lane : lanes) {
+    spans += lane.spans.size();
+    for (const BatchSpan& s : lane.spans) {
+      EXPECT_EQ(s.batch % 2, lane.worker);
+      EXPECT_GE(s.duration_s, 0.0);
+    }
+  }
+  EXPECT_EQ(spans, 2u * 37);  // two epochs of 37 batches (see above)
+}
+
 TEST(StreamingLoader, StatisticsMatchTheInMemoryOnes) {
   const StreamCase sc = stream_case();
   const Normalization a = channel_statistics(sc.full.train);

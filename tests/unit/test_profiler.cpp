@@ -2,13 +2,16 @@
 // and the report built from it (shares, bottleneck, table, Chrome trace).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/prof/chrome_trace.hpp"
 #include "ringtrain/prof/report.hpp"
 #include "ringtrain/prof/step_profiler.hpp"
 
@@ -113,7 +116,10 @@ TEST(Report, ChromeTraceIsValidJsonWithOneEventPerPhase) {
       (std::filesystem::temp_directory_path() / "ringtrain_test_trace" / "t.json").string();
   // Rank 3 started its profiler 2 s after rank 0: its events sit 2 s later on the job's clock.
   const TraceClock clock{1.7e9, 2.0};
-  write_chrome_trace(path, events, 3, "rank 3 on node7 (cpu)", "cpu", false, clock);
+  TraceRows rows;
+  rows.phases = events;
+  rows.device_label = "cpu";
+  write_chrome_trace(path, rows, 3, "rank 3 on node7 (cpu)", clock);
   std::ifstream in(path);
   const nlohmann::json j = nlohmann::json::parse(in);
   int phases = 0;
@@ -130,7 +136,9 @@ TEST(Report, ChromeTraceIsValidJsonWithOneEventPerPhase) {
   EXPECT_DOUBLE_EQ(j.at("otherData").at("zero_unix_s").get<double>(), 1.7e9);
 
   // With the host row: every phase twice, the second copy on row 1 at the host's times.
-  write_chrome_trace(path, events, 3, "rank 3", "cuda:0", true, TraceClock{});
+  rows.device_label = "cuda:0";
+  rows.host_row = true;
+  write_chrome_trace(path, rows, 3, "rank 3", TraceClock{});
   std::ifstream again(path);
   const nlohmann::json both = nlohmann::json::parse(again);
   int host = 0;
@@ -141,6 +149,66 @@ TEST(Report, ChromeTraceIsValidJsonWithOneEventPerPhase) {
     }
   EXPECT_EQ(host, 2);
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
+// The rows besides the phases: one per bucket and one per loader thread, named and placed after
+// the phase rows; a bucket's all-reduce holds its wait, both ending at the same microsecond.
+TEST(Report, ChromeTraceHasNamedOrderedRowsForBucketsAndLoaderThreads) {
+  TraceRows rows;
+  rows.phases = {{Phase::backward, 0, 0.0, 0.004, 0.010, 0.004}};
+  rows.device_label = "cuda:0";
+  rows.host_row = true;
+  // Bucket 1 is launched after backward and waited for once bucket 0's wait is done.
+  rows.all_reduces = {{7, 0, 4000, 2, true, 0.0111, 0.0141234, 0.0153339},
+                      {7, 1, 8000, 5, false, 0.0140, 0.0153339, 0.0160}};
+  rows.loader = {{BatchLane::kSynchronous, {{0, 0, 16, 0.001, 0.002}}},
+                 {1, {{1, 3, 12, 0.002, 0.003}}}};
+  const nlohmann::json j = chrome_trace(rows, 1, "rank 1", TraceClock{0, 0.25});
+  std::map<int, std::string> names;
+  std::map<int, int> order;
+  std::vector<nlohmann::json> host;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("name") == "thread_name") names[e.at("tid")] = e.at("args").at("name");
+    if (e.at("name") == "thread_sort_index") order[e.at("tid")] = e.at("args").at("sort_index");
+    if (e.at("ph") == "X" && e.at("tid").get<int>() >= kAllReduceRows) host.push_back(e);
+  }
+  const std::map<int, std::string> expected = {
+      {0, "cuda:0"},
+      {1, "host"},
+      {100, "all-reduce bucket 0 (host: launch to wait done)"},
+      {101, "all-reduce bucket 1 (host: launch to wait done)"},
+      {1000, "loader (synchronous)"},
+      {1002, "loader worker 1"}};
+  EXPECT_EQ(names, expected);
+  std::vector<std::pair<int, int>> by_place;
+  for (const auto& [tid, place] : order) by_place.push_back({place, tid});
+  std::sort(by_place.begin(), by_place.end());
+  std::vector<int> tids;
+  for (const auto& p : by_place) tids.push_back(p.second);
+  EXPECT_EQ(tids, (std::vector<int>{0, 1, 100, 101, 1000, 1002}));
+
+  ASSERT_EQ(host.size(), 6u);  // two all-reduces, their waits, two batches
+  const nlohmann::json &reduce = host[0], &wait = host[1], &batch = host[5];
+  EXPECT_EQ(reduce.at("name"), "allreduce bucket 0");
+  EXPECT_EQ(reduce.at("tid"), 100);
+  EXPECT_DOUBLE_EQ(reduce.at("ts").get<double>(), 261100);  // (0.25 + 0.0111) s in whole us
+  EXPECT_DOUBLE_EQ(reduce.at("dur").get<double>(), 4234);
+  EXPECT_EQ(reduce.at("args"), (nlohmann::json{{"step", 7},
+                                               {"bucket", 0},
+                                               {"bytes", 4000},
+                                               {"params", 2},
+                                               {"launched_during_backward", true}}));
+  EXPECT_EQ(wait.at("name"), "wait");
+  EXPECT_EQ(wait.at("tid"), 100);
+  EXPECT_DOUBLE_EQ(wait.at("ts").get<double>(), 264123);
+  EXPECT_DOUBLE_EQ(wait.at("ts").get<double>() + wait.at("dur").get<double>(),
+                   reduce.at("ts").get<double>() + reduce.at("dur").get<double>());
+  EXPECT_EQ(host[2].at("tid"), 101);
+  EXPECT_EQ(host[4].at("name"), "batch 0");
+  EXPECT_EQ(host[4].at("tid"), 1000);
+  EXPECT_EQ(batch.at("name"), "batch 3");
+  EXPECT_EQ(batch.at("tid"), 1002);
+  EXPECT_EQ(batch.at("args"), (nlohmann::json{{"batch", 3}, {"images", 12}, {"epoch", 1}}));
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "ringtrain/core/tensor.hpp"
+#include "ringtrain/prof/host_clock.hpp"
+#include "ringtrain/prof/host_spans.hpp"
 
 namespace ringtrain {
 
@@ -21,6 +24,12 @@ class BatchSource {
   // The next batch of the epoch in order, or nullptr when the epoch is done.
   virtual const HostBatch* next() = 0;
   virtual int64_t batches_per_epoch() const = 0;
+  // --profile trace: from now on, every batch's assembly is timed on `clock` (a BatchSpan on
+  // the lane of the thread that assembled it). Called before start_epoch(); without it nothing
+  // is recorded: no clock is read, nothing allocated.
+  virtual void trace_batches(const HostClock& clock) = 0;
+  // The lanes of the batches handed out so far: one per loader thread, empty without tracing.
+  virtual std::vector<BatchLane> batch_lanes() const = 0;
 };
 
 }  // namespace ringtrain

@@ -47,6 +47,8 @@ class Loader final : public BatchSource {
   int64_t batches_per_epoch() const override { return batches_; }
   // The next batch of the epoch in order, or nullptr when the epoch is done.
   const HostBatch* next() override;
+  void trace_batches(const HostClock& clock) override;
+  std::vector<BatchLane> batch_lanes() const override { return lanes_; }
 
  private:
   struct Slot {
@@ -54,6 +56,7 @@ class Loader final : public BatchSource {
     HostBatch batch;           // views of the storage, sized for this batch
     int64_t filled = -1;       // batch index in the slot, -1 when free
     std::exception_ptr error;  // what assembling it threw, rethrown by next()
+    BatchSpan span;            // traced: when it was assembled
   };
   struct Worker {
     std::vector<Slot> ring;
@@ -70,6 +73,8 @@ class Loader final : public BatchSource {
 
   Slot make_slot(Device& device) const;
   void assemble(const EpochPlan& plan, int64_t batch, Slot& slot) const;
+  // assemble(), timed into slot.span when tracing.
+  void assemble_timed(const EpochPlan& plan, int64_t batch, Slot& slot) const;
   void run_worker(int w);
   void start_workers();
   void stop_workers();
@@ -88,6 +93,8 @@ class Loader final : public BatchSource {
   Worker* held_worker_ = nullptr;
   std::vector<std::unique_ptr<Worker>> workers_;
   Slot sync_slot_;  // workers == 0
+  const HostClock* trace_clock_ = nullptr;
+  std::vector<BatchLane> lanes_;  // traced: lane w for worker w (one lane when synchronous)
   std::mutex epoch_mutex_;
   std::condition_variable epoch_changed_;
 };

@@ -23,6 +23,9 @@ class StreamingLoader final : public BatchSource {
   void start_epoch(int64_t epoch) override;
   const HostBatch* next() override;
   int64_t batches_per_epoch() const override { return batches_; }
+  // Every window's Loader traces its batches; a lane holds its worker's batches of all windows.
+  void trace_batches(const HostClock& clock) override { trace_clock_ = &clock; }
+  std::vector<BatchLane> batch_lanes() const override;
   int64_t windows() const { return windows_; }
   // Images held in memory now (one window at most).
   int64_t resident_images() const { return window_.count; }
@@ -35,6 +38,7 @@ class StreamingLoader final : public BatchSource {
   int64_t window_size(int64_t w) const;
   int64_t batches_in_window(int64_t w) const;  // this rank's, drop-last
   bool open_next_window();
+  void close_window();  // the window's Loader goes; its traced batches stay in lanes_
 
   std::string path_, split_name_;
   const Split& meta_;
@@ -51,6 +55,8 @@ class StreamingLoader final : public BatchSource {
   Split window_;
   std::unique_ptr<ImageWriter> writer_;
   std::unique_ptr<Loader> loader_;
+  const HostClock* trace_clock_ = nullptr;
+  std::vector<BatchLane> lanes_;  // of the windows closed so far
 };
 
 }  // namespace ringtrain

@@ -5,6 +5,8 @@
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/dist/communicator.hpp"
 #include "ringtrain/nn/parameters.hpp"
+#include "ringtrain/prof/host_spans.hpp"
+#include "ringtrain/prof/step_profiler.hpp"
 
 namespace ringtrain {
 
@@ -24,6 +26,7 @@ class DistributedDataParallel {
     int params = 0, ready = 0;
     bool launched = false, launched_during_backward = false;
     CommHandle handle = 0;
+    double launch_s = 0;  // traced: when it was launched, on the profiler's host clock
   };
 
   DistributedDataParallel(ParameterSet& params, Communicator& comm, Backend& backend,
@@ -47,12 +50,19 @@ class DistributedDataParallel {
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
+  // With a profiler in trace mode: every bucket's all-reduce from now on becomes an
+  // AllReduceSpan on the profiler's host clock, numbered with its step. Otherwise (nullptr, or
+  // another mode) nothing is recorded: no clock is read, nothing allocated.
+  void trace_buckets(const StepProfiler* profiler);
+  const std::vector<AllReduceSpan>& traced() const { return traced_; }
+
  private:
   // Collective: throws on every rank when the ranks' parameter layouts differ.
   void check_same_model();
   void on_gradient(int id);
   std::string describe_param(int id) const;  // "layer3.2.conv2.weight [256,256,3,3]"
   void launch(Bucket& b, bool during_backward);
+  void wait_for(Bucket& b, int index);
 
   ParameterSet& params_;
   Communicator& comm_;
@@ -61,6 +71,8 @@ class DistributedDataParallel {
   bool communicate_ = true;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;  // parameter id -> bucket
+  const StepProfiler* trace_ = nullptr;
+  std::vector<AllReduceSpan> traced_;
 };
 
 }  // namespace ringtrain

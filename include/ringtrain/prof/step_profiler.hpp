@@ -1,12 +1,12 @@
 #pragma once
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ringtrain/backend/device.hpp"
 #include "ringtrain/core/names.hpp"
+#include "ringtrain/prof/host_clock.hpp"
 
 namespace ringtrain {
 
@@ -28,7 +28,7 @@ template <>
 const NameTable<ProfileMode>& names_of<ProfileMode>();
 
 // One phase of one step, for the Chrome trace: on the device's clock (steps laid end to end)
-// and as the host issued it (seconds since the profiler started).
+// and as the host issued it (seconds on the profiler's HostClock).
 struct PhaseEvent {
   Phase phase;
   int64_t step;
@@ -54,15 +54,16 @@ class StepProfiler {
   // Marks the last step took: the profiler's whole per-step cost on the device.
   int marks_last_step() const { return marks_last_step_; }
   const std::vector<PhaseEvent>& events() const { return events_; }  // trace mode only
+  // The host clock of its events, started with the profiler; the trace's other host rows (DDP's
+  // all-reduces, the loader threads) are timed on it too.
+  const HostClock& clock() const { return clock_; }
   // When the profiler started, on the wall clock (CLOCK_REALTIME seconds): its events' time 0.
-  double origin_unix_s() const { return origin_unix_s_; }
+  double origin_unix_s() const { return clock_.origin_unix_s(); }
 
  private:
   Device& device_;
   ProfileMode mode_;
-  std::chrono::steady_clock::time_point origin_;
-  double origin_unix_s_;
-  double host_seconds() const;
+  HostClock clock_;
 
   struct Boundary {
     Phase phase;  // the phase that starts at this mark

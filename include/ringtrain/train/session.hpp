@@ -77,6 +77,9 @@ class TrainSession {
   void build_model();
   void build_gradient_sync();
   void build_loaders();
+  // --profile trace: the training loader's threads and DDP's buckets record on the profiler's
+  // host clock, for the trace's rows besides the phases.
+  void trace_host_spans();
   void build_length();
   // The PCI bus ids of the GPUs this process drives, each once.
   std::vector<std::string> gpus_in_use();
