@@ -195,12 +195,16 @@ void RunReport::run_done(const TrainResult& r) {
   const std::vector<GpuUse> gpus = run_gpus(r.epochs);
   const GpuUse all = all_devices(gpus);
   if (config_.profile != ProfileMode::off)
-    spdlog::info("where the time went (mean over ranks, {} steps):\n{}", r.steps,
+    spdlog::info("where the time went (mean over ranks, {} steps):\n{}", r.steps_run,
                  format_phase_table(r.phase_totals, r.steps_run));
   spdlog::info(
-      "summary: {} steps in {}, {:.1f} img/s, {:.3f} TFLOP/s achieved{}, GPU utilisation {}{}, "
+      "summary: {} steps{} in {}, {:.1f} img/s, {:.3f} TFLOP/s achieved{}, GPU utilisation {}{}, "
       "bottleneck: {}, final test accuracy {}",
-      r.steps, format_duration(r.train_time_s), r.images_per_s, tflops,
+      r.steps_run,
+      r.steps_run < r.steps
+          ? fmt::format(" (resumed at {}, now at {})", r.steps - r.steps_run, r.steps)
+          : "",
+      format_duration(r.train_time_s), r.images_per_s, tflops,
       mfu >= 0 ? fmt::format(" (MFU {:.1f}%)", 100 * mfu) : "",
       all.util_mean >= 0 ? fmt::format("{:.1f}%", all.util_mean) : "not measured",
       per_gpu_text(gpus),

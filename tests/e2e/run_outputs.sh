@@ -44,6 +44,10 @@ ck=(--checkpoint-dir "$dir/ck" --metrics "$dir/metrics.jsonl")
   fail "first segment" "$dir/first.log"
 "$bin" train "${model[@]}" "${ck[@]}" --steps 20 --resume auto --summary "$dir/second.json" \
   >"$dir/second.log" 2>&1 || fail "resumed segment" "$dir/second.log"
+grep -q "summary: 10 steps (resumed at 10, now at 20) in" "$dir/second.log" &&
+  grep -q "where the time went (mean over ranks, 10 steps)" "$dir/second.log" &&
+  ok "the resumed segment's summary counts its own 10 steps" ||
+  fail "resumed summary line" "$dir/second.log"
 /usr/bin/python3 - "$dir" <<'PY' || failures=$((failures + 1))
 import json, sys
 d = sys.argv[1]

@@ -102,7 +102,7 @@ fi
 export RINGTRAIN_RUN_DIR=$dir/long-run-2
 id=$(submit rt-long -n 2 "${cpu_only[@]}" jobs/ddp_1node.sbatch)
 if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "resumed from .*$checkpoint" "$dir/long-run-2/train.log" &&
-  grep -q "summary: 40 steps" "$dir/long-run-2/train.log"; then
+  grep -q "summary: [0-9]* steps (resumed at [0-9]*, now at 40)" "$dir/long-run-2/train.log"; then
   echo "ok   resubmission: job $id resumed from $checkpoint and finished"
 else
   fail "resubmission: job $id $(job_field "$id" JobState)" "$dir/long-run-2/train.log"
@@ -130,7 +130,7 @@ for _ in $(seq 1200); do
   sleep 0.2
 done
 if [ "$(job_field "$id" JobState)" = COMPLETED ] && grep -q "requeueing job $id" "$dir/requeue-$id.out" &&
-  grep -q "resumed from" "$dir/requeue-run/train.log" && grep -q "summary: 40 steps" "$dir/requeue-run/train.log" &&
+  grep -q "resumed from" "$dir/requeue-run/train.log" && grep -q "summary: [0-9]* steps (resumed at [0-9]*, now at 40)" "$dir/requeue-run/train.log" &&
   grep -q "step 5/40" "$dir/requeue-run/train.log" && grep -q '"segment":"resumed"' "$dir/requeue-run/metrics.jsonl" &&
   [ "$(grep -c "ringtrain job rt-requeue" "$dir/requeue-$id.out")" -eq 2 ]; then
   echo "ok   RINGTRAIN_REQUEUE=1: job $id requeued itself after the signal, resumed and finished; log and metrics kept both segments"
