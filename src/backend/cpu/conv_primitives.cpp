@@ -54,9 +54,10 @@ void with_threads(int threads, F&& f) {
 
 // Note: a convolution with a window larger than 1x1 lets oneDNN choose its layouts (blocked by
 // 16 channels, its direct AVX-512 kernels) and reorders the operands in and out inside the op:
-// on ResNet-50's 3x3 layers this took 256 ms against 361 ms for the plain layouts (which run
-// oneDNN's im2col + GEMM), reorders included. 1x1 convolutions are a GEMM on plain layouts
-// already and measured the same both ways (262 ms against 270 ms), so they skip the reorders.
+// the three passes of ResNet-50's 3x3 layers took about 257 ms against 362 ms for the plain
+// layouts (which run oneDNN's im2col + GEMM), reorders included. 1x1 convolutions are a GEMM on
+// plain layouts already and measured the same both ways (256-277 ms against 264-270 ms), so
+// they skip the reorders.
 // docs/perf/cpu.md has the measurement.
 bool blocked_layouts(const ConvGeometry& g) {
   return g.r > 1 || g.s > 1;
