@@ -57,8 +57,7 @@ void with_threads(int threads, F&& f) {
 // the three passes of ResNet-50's 3x3 layers took about 257 ms against 362 ms for the plain
 // layouts (which run oneDNN's im2col + GEMM), reorders included. 1x1 convolutions are a GEMM on
 // plain layouts already and measured the same both ways (256-277 ms against 264-270 ms), so
-// they skip the reorders.
-// docs/perf/cpu.md has the measurement.
+// they skip the reorders (docs/perf/cpu.md).
 bool blocked_layouts(const ConvGeometry& g) {
   return g.r > 1 || g.s > 1;
 }
@@ -91,7 +90,8 @@ dnnl::primitive_attr user_scratchpad() {
 }
 
 // Note: convolution_direct, not convolution_auto, so that the implementation (and with it the
-// order of the sums) is fixed for a geometry and thread count; see docs/ARCHITECTURE.md.
+// order of the sums) is fixed by the geometry: auto picks Winograd (jit_wino_4x3) for some 3x3
+// shapes, which rounds differently from a direct sum. See docs/ARCHITECTURE.md.
 constexpr algorithm kAlgorithm = algorithm::convolution_direct;
 
 // An input operand (user to inner) or the output (inner to user).
@@ -236,8 +236,7 @@ void ConvPrimitives::run(const char* call, ConvPass pass, const ConvGeometry& g,
   // The parts' filter gradients are added in part order, whatever order they finished in.
   const int64_t size = int64_t{g.k} * g.c * g.r * g.s;
   for (int64_t i = 0; i < parts; ++i) {
-    const auto* sum =
-        static_cast<const float*>(parts_[static_cast<size_t>(i)]->gradient.reserve(0));
+    const auto* sum = static_cast<const float*>(parts_[static_cast<size_t>(i)]->gradient.data());
     for (int64_t j = 0; j < size; ++j) o.out[j] += sum[j];
   }
 }

@@ -20,6 +20,7 @@ namespace ringtrain::cpu {
 class AlignedBuffer {
  public:
   void* reserve(size_t bytes);
+  void* data() const { return data_.get(); }
 
  private:
   static constexpr size_t kAlignment = 4096;

@@ -11,9 +11,9 @@ namespace cpu {
 class ConvPrimitives;
 }
 
-// The numerical reference: NCHW, f32 (or f64 for gradient checks). f32 convolutions run
-// oneDNN's convolution primitives on the calling thread with `threads` OpenMP threads; the
-// other ops split across the thread pool, with single-threaded GEMMs.
+// The numerical reference: NCHW, f32 (or f64 for gradient checks). Every op splits across the
+// thread pool: f32 convolutions into one part of the batch per thread, each running a
+// single-threaded oneDNN convolution primitive; GEMMs run single-threaded inside each part.
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads = 0);  // 0: one per hardware thread
