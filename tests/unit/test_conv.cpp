@@ -2,6 +2,8 @@
 // double precision, and the f32 path against the f64 one.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "test_util.hpp"
 
@@ -144,12 +146,64 @@ TEST_P(SmallMapConvTest, AllPassesMatchTheDirectLoops) {
   expect_close(dw, ref.dw, g, "weight gradient");
 }
 
+// The f32 passes (oneDNN's convolution primitives) on the same maps, against the f64 loops.
+TEST_P(SmallMapConvTest, F32PassesMatchTheDirectLoops) {
+  const ConvGeometry g = GetParam();
+  std::mt19937_64 rng(4);
+  const Tensor x = random_tensor<double>({g.n, g.c, g.h, g.w}, rng);
+  const Tensor w = random_tensor<double>({g.k, g.c, g.r, g.s}, rng);
+  const Tensor dy = random_tensor<double>({g.n, g.k, g.p(), g.q()}, rng);
+  const Tensor x32 = test::cast<float, double>(x), w32 = test::cast<float, double>(w);
+  const Tensor dy32 = test::cast<float, double>(dy);
+  CpuBackend backend(2);
+  Tensor y = Tensor::zeros(dy.shape(), DType::f32);
+  Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32);
+  backend.conv_forward(g, x32, w32, y);
+  backend.conv_backward_data(g, dy32, w32, dx);
+  backend.conv_backward_filter(g, x32, dy32, dw);
+  const DirectConv ref = direct_conv(g, x, w, &dy);
+  EXPECT_LT(test::max_rel_diff(y, ref.y), 1e-5) << g.str();
+  EXPECT_LT(test::max_rel_diff(dx, ref.dx), 1e-5) << g.str();
+  EXPECT_LT(test::max_rel_diff(dw, ref.dw), 1e-5) << g.str();
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes1To9, SmallMapConvTest, ::testing::ValuesIn(small_map_geometries()),
                          [](const ::testing::TestParamInfo<ConvGeometry>& info) {
                            const ConvGeometry& g = info.param;
                            return str_cat("k", g.r, "_stride", g.stride, "_pad", g.pad, "_", g.h,
                                           "x", g.w);
                          });
+
+// The f32 passes twice on one backend and once on another with the same thread count: bit for
+// bit the same; and the filter gradient is added to what dw holds.
+TEST(Conv, F32PassesAreBitIdenticalRunToRun) {
+  const ConvGeometry g = geometry(16, 32, 12, 12, 48, 3, 1, 1);
+  std::mt19937_64 rng(5);
+  const Tensor x = random_tensor<float>({g.n, g.c, g.h, g.w}, rng);
+  const Tensor w = random_tensor<float>({g.k, g.c, g.r, g.s}, rng);
+  const Tensor dy = random_tensor<float>({g.n, g.k, g.p(), g.q()}, rng);
+  auto passes = [&](CpuBackend& backend) {
+    std::vector<Tensor> out{Tensor::zeros(dy.shape(), DType::f32),
+                            Tensor::zeros(x.shape(), DType::f32),
+                            Tensor::zeros(w.shape(), DType::f32)};
+    backend.conv_forward(g, x, w, out[0]);
+    backend.conv_backward_data(g, dy, w, out[1]);
+    backend.conv_backward_filter(g, x, dy, out[2]);
+    return out;
+  };
+  CpuBackend first(2), second(2);
+  const std::vector<Tensor> a = passes(first), b = passes(first), c = passes(second);
+  for (size_t i = 0; i < a.size(); ++i)
+    for (int64_t j = 0; j < a[i].numel(); ++j) {
+      ASSERT_EQ(a[i].data<float>()[j], b[i].data<float>()[j]) << "pass " << i << " at " << j;
+      ASSERT_EQ(a[i].data<float>()[j], c[i].data<float>()[j]) << "pass " << i << " at " << j;
+    }
+  Tensor sum = Tensor::zeros(w.shape(), DType::f32);
+  first.fill(sum, 1.0);
+  first.conv_backward_filter(g, x, dy, sum);
+  for (int64_t j = 0; j < sum.numel(); ++j)
+    ASSERT_NEAR(sum.data<float>()[j], a[2].data<float>()[j] + 1.0f, 1e-4) << j;
+}
 
 TEST(Conv, OutputExtentRoundsDownForNegativeNumerators) {
   // A 1-pixel map under a 3x3 kernel with stride 2 and no padding has no output; truncation

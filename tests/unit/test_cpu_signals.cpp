@@ -80,7 +80,11 @@ void expect_same(const Tensor& a, const Tensor& b, const char* what) {
   for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(pa[i], pb[i]) << what << " element " << i;
 }
 
-TEST(CpuSignals, ConvolutionAndClassifierUnchangedBySignalStorm) {
+// With one thread every kernel runs on the thread the signals go to; with two, that thread runs
+// half of each convolution's batch and the pool's worker the other half.
+class CpuSignals : public ::testing::TestWithParam<int> {};
+
+TEST_P(CpuSignals, ConvolutionAndClassifierUnchangedBySignalStorm) {
   ConvGeometry g;
   g.n = 8, g.c = 24, g.h = g.w = 12, g.k = 40, g.r = g.s = 3, g.stride = 1, g.pad = 1;
   std::mt19937_64 rng(3);
@@ -89,7 +93,7 @@ TEST(CpuSignals, ConvolutionAndClassifierUnchangedBySignalStorm) {
   const Tensor dy = random_tensor<float>({g.n, g.k, g.p(), g.q()}, rng);
   const Tensor fc_w = random_tensor<float>({10, g.c * g.h * g.w}, rng);
   const Tensor fc_b = random_tensor<float>({10}, rng);
-  CpuBackend backend(1);  // every GEMM on this thread, the one the signals go to
+  CpuBackend backend(GetParam());
   const ConvOutputs quiet = run_layer(backend, g, x, w, dy, fc_w, fc_b);
 
   const long before = handled.load();
@@ -105,6 +109,8 @@ TEST(CpuSignals, ConvolutionAndClassifierUnchangedBySignalStorm) {
   }
   EXPECT_GT(handled.load() - before, 100) << "the storm should have interrupted the GEMMs";
 }
+
+INSTANTIATE_TEST_SUITE_P(Threads, CpuSignals, ::testing::Values(1, 2));
 
 }  // namespace
 }  // namespace ringtrain

@@ -1,12 +1,16 @@
-// Convolution as im2col + one BLAS GEMM per group of images. Small feature maps are grouped so
-// that every GEMM has at least kMinColumns columns (the 4x4 maps of the last ResNet stage would
-// otherwise give GEMMs too thin to run at speed); groups run in parallel on the pool with a
-// single-threaded BLAS, and every group's scratch is private to the thread running it.
+// Convolution: f32 through oneDNN's convolution primitives (conv_primitives.cpp), f64 (the
+// reference of the finite-difference checks) as im2col + one BLAS GEMM per group of images. Small
+// feature maps are grouped so that every GEMM has at least kMinColumns columns (the 4x4 maps of the
+// last ResNet stage would otherwise give GEMMs too thin to run at speed); groups run in parallel on
+// the pool with a single-threaded BLAS, and every group's scratch is private to the thread running
+// it.
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
+#include "conv_primitives.hpp"
 #include "kernels.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/backend/op_checks.hpp"
@@ -229,7 +233,11 @@ void CpuBackend::conv_forward(const ConvGeometry& g, const Tensor& x, const Tens
   check_conv(ConvPass::forward, g, x, w, y);
   dispatch_float("conv_forward", x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::conv_forward<T>(pool_, g, x.data<T>(), w.data<T>(), y.data<T>());
+    if constexpr (std::is_same_v<T, float>) {
+      conv_->forward(g, x.data<T>(), w.data<T>(), y.data<T>());
+    } else {
+      cpu::conv_forward<T>(pool_, g, x.data<T>(), w.data<T>(), y.data<T>());
+    }
   });
 }
 
@@ -238,7 +246,11 @@ void CpuBackend::conv_backward_data(const ConvGeometry& g, const Tensor& dy, con
   check_conv(ConvPass::backward_data, g, dx, w, dy);
   dispatch_float("conv_backward_data", dy, [&](auto tag) {
     using T = decltype(tag);
-    cpu::conv_backward_data<T>(pool_, g, dy.data<T>(), w.data<T>(), dx.data<T>());
+    if constexpr (std::is_same_v<T, float>) {
+      conv_->backward_data(g, dy.data<T>(), w.data<T>(), dx.data<T>());
+    } else {
+      cpu::conv_backward_data<T>(pool_, g, dy.data<T>(), w.data<T>(), dx.data<T>());
+    }
   });
 }
 
@@ -247,7 +259,11 @@ void CpuBackend::conv_backward_filter(const ConvGeometry& g, const Tensor& x, co
   check_conv(ConvPass::backward_filter, g, x, dw, dy);
   dispatch_float("conv_backward_filter", x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::conv_backward_filter<T>(pool_, g, x.data<T>(), dy.data<T>(), dw.data<T>());
+    if constexpr (std::is_same_v<T, float>) {
+      conv_->backward_filter(g, x.data<T>(), dy.data<T>(), dw.data<T>());
+    } else {
+      cpu::conv_backward_filter<T>(pool_, g, x.data<T>(), dy.data<T>(), dw.data<T>());
+    }
   });
 }
 

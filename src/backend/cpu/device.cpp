@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "conv_primitives.hpp"
 #include "kernels.hpp"
 #include "ringtrain/core/cpus.hpp"
 #include "ringtrain/core/layout.hpp"
@@ -18,9 +19,13 @@ namespace ringtrain {
 using cpu::dispatch_float;
 using cpu::elementwise;
 
-CpuBackend::CpuBackend(int threads) : pool_((threads > 0 ? threads : affinity_cores()) - 1) {
+CpuBackend::CpuBackend(int threads)
+    : pool_((threads > 0 ? threads : affinity_cores()) - 1),
+      conv_(std::make_unique<cpu::ConvPrimitives>(pool_)) {
   openblas_set_num_threads(1);
 }
+
+CpuBackend::~CpuBackend() = default;
 
 Tensor CpuBackend::zeros(const Shape& shape, DType dtype) {
   return Tensor::zeros(shape, dtype);

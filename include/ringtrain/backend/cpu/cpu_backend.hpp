@@ -1,17 +1,23 @@
 #pragma once
 #include <chrono>
+#include <memory>
 
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/core/thread_pool.hpp"
 
 namespace ringtrain {
 
-// The numerical reference: NCHW, f32 (or f64 for gradient checks), BLAS for the heavy
-// arithmetic, the thread pool for everything else. BLAS runs single-threaded because the
-// backend already splits each op across the pool.
+namespace cpu {
+class ConvPrimitives;
+}
+
+// The numerical reference: NCHW, f32 (or f64 for gradient checks). Every op splits across the
+// thread pool: f32 convolutions into one part of the batch per thread, each running a
+// single-threaded oneDNN convolution primitive; GEMMs run single-threaded inside each part.
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads = 0);  // 0: one per hardware thread
+  ~CpuBackend() override;
 
   DeviceId device_id() const override { return DeviceId{}; }
   std::string name() const override { return "cpu"; }
@@ -84,6 +90,7 @@ class CpuBackend final : public Backend {
 
  private:
   ThreadPool pool_;
+  std::unique_ptr<cpu::ConvPrimitives> conv_;  // f32 convolutions, one primitive per shape
   std::vector<std::chrono::steady_clock::time_point> marks_;
 };
 
