@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
-#include <filesystem>
 
 #include "ringtrain/core/clock.hpp"
 
@@ -130,7 +129,9 @@ void Checkpointer::write_and_verify(const std::string& path, Backend& backend,
                                     const CheckpointMeta& meta) {
   const auto start = Clock::now();
   auto last_line = start;
+  std::size_t bytes = 0;
   const auto progress = [&](std::size_t done, std::size_t total) {
+    bytes = total;
     if (done == total || seconds_since(last_line) < config_.log_interval_s) return;
     last_line = Clock::now();
     spdlog::info("checkpoint {}: {:.0f} of {:.0f} MiB written ({:.1f} s)", path, done / 1048576.0,
@@ -147,8 +148,7 @@ void Checkpointer::write_and_verify(const std::string& path, Backend& backend,
   }
   prune_checkpoints(config_.checkpoint_dir, config_.keep_checkpoints);
   spdlog::info("checkpoint {} ({:.0f} MiB, written in {:.1f} s, read back in {:.1f} s)", path,
-               std::filesystem::file_size(path) / 1048576.0, written_s,
-               seconds_since(start) - written_s);
+               bytes / 1048576.0, written_s, seconds_since(start) - written_s);
 }
 
 }  // namespace ringtrain
