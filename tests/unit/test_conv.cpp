@@ -126,6 +126,17 @@ std::vector<ConvGeometry> small_map_geometries() {
   return all;
 }
 
+// The backend's three passes: y = conv(x, w), dx from dy, and dw (from zero) from dy.
+DirectConv backend_passes(CpuBackend& backend, const ConvGeometry& g, const Tensor& x,
+                          const Tensor& w, const Tensor& dy) {
+  DirectConv out{Tensor::zeros(dy.shape(), x.dtype()), Tensor::zeros(x.shape(), x.dtype()),
+                 Tensor::zeros(w.shape(), x.dtype())};
+  backend.conv_forward(g, x, w, out.y);
+  backend.conv_backward_data(g, dy, w, out.dx);
+  backend.conv_backward_filter(g, x, dy, out.dw);
+  return out;
+}
+
 class SmallMapConvTest : public ::testing::TestWithParam<ConvGeometry> {};
 
 TEST_P(SmallMapConvTest, AllPassesMatchTheDirectLoops) {
@@ -135,15 +146,11 @@ TEST_P(SmallMapConvTest, AllPassesMatchTheDirectLoops) {
   Tensor w = random_tensor<double>({g.k, g.c, g.r, g.s}, rng);
   Tensor dy = random_tensor<double>({g.n, g.k, g.p(), g.q()}, rng);
   CpuBackend backend(2);
-  Tensor y = Tensor::zeros(dy.shape(), DType::f64);
-  Tensor dx = Tensor::zeros(x.shape(), DType::f64), dw = Tensor::zeros(w.shape(), DType::f64);
-  backend.conv_forward(g, x, w, y);
-  backend.conv_backward_data(g, dy, w, dx);
-  backend.conv_backward_filter(g, x, dy, dw);
+  const DirectConv got = backend_passes(backend, g, x, w, dy);
   const DirectConv ref = direct_conv(g, x, w, &dy);
-  expect_close(y, ref.y, g, "forward");
-  expect_close(dx, ref.dx, g, "input gradient");
-  expect_close(dw, ref.dw, g, "weight gradient");
+  expect_close(got.y, ref.y, g, "forward");
+  expect_close(got.dx, ref.dx, g, "input gradient");
+  expect_close(got.dw, ref.dw, g, "weight gradient");
 }
 
 // The f32 passes (oneDNN's convolution primitives) on the same maps, against the f64 loops.
@@ -153,18 +160,14 @@ TEST_P(SmallMapConvTest, F32PassesMatchTheDirectLoops) {
   const Tensor x = random_tensor<double>({g.n, g.c, g.h, g.w}, rng);
   const Tensor w = random_tensor<double>({g.k, g.c, g.r, g.s}, rng);
   const Tensor dy = random_tensor<double>({g.n, g.k, g.p(), g.q()}, rng);
-  const Tensor x32 = test::cast<float, double>(x), w32 = test::cast<float, double>(w);
-  const Tensor dy32 = test::cast<float, double>(dy);
   CpuBackend backend(2);
-  Tensor y = Tensor::zeros(dy.shape(), DType::f32);
-  Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32);
-  backend.conv_forward(g, x32, w32, y);
-  backend.conv_backward_data(g, dy32, w32, dx);
-  backend.conv_backward_filter(g, x32, dy32, dw);
+  const DirectConv got =
+      backend_passes(backend, g, test::cast<float, double>(x), test::cast<float, double>(w),
+                     test::cast<float, double>(dy));
   const DirectConv ref = direct_conv(g, x, w, &dy);
-  EXPECT_LT(test::max_rel_diff(y, ref.y), 1e-5) << g.str();
-  EXPECT_LT(test::max_rel_diff(dx, ref.dx), 1e-5) << g.str();
-  EXPECT_LT(test::max_rel_diff(dw, ref.dw), 1e-5) << g.str();
+  EXPECT_LT(test::max_rel_diff(got.y, ref.y), 1e-5) << g.str();
+  EXPECT_LT(test::max_rel_diff(got.dx, ref.dx), 1e-5) << g.str();
+  EXPECT_LT(test::max_rel_diff(got.dw, ref.dw), 1e-5) << g.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes1To9, SmallMapConvTest, ::testing::ValuesIn(small_map_geometries()),
@@ -183,13 +186,8 @@ TEST(Conv, F32PassesAreBitIdenticalRunToRun) {
   const Tensor w = random_tensor<float>({g.k, g.c, g.r, g.s}, rng);
   const Tensor dy = random_tensor<float>({g.n, g.k, g.p(), g.q()}, rng);
   auto passes = [&](CpuBackend& backend) {
-    std::vector<Tensor> out{Tensor::zeros(dy.shape(), DType::f32),
-                            Tensor::zeros(x.shape(), DType::f32),
-                            Tensor::zeros(w.shape(), DType::f32)};
-    backend.conv_forward(g, x, w, out[0]);
-    backend.conv_backward_data(g, dy, w, out[1]);
-    backend.conv_backward_filter(g, x, dy, out[2]);
-    return out;
+    DirectConv out = backend_passes(backend, g, x, w, dy);
+    return std::vector<Tensor>{out.y, out.dx, out.dw};
   };
   CpuBackend first(2), second(2);
   const std::vector<Tensor> a = passes(first), b = passes(first), c = passes(second);
