@@ -1,13 +1,12 @@
 #include "conv_primitives.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <dnnl.hpp>
 #include <unordered_map>
 #include <utility>
 
+#include "kernels.hpp"
 #include "ringtrain/core/error.hpp"
 #include "signals_deferred.hpp"
 
@@ -36,21 +35,6 @@ struct ConvPrimitives::Entry {
 };
 
 namespace {
-
-// Runs f() with oneDNN using `threads` OpenMP threads on this thread, then restores the count
-// the GEMMs of the thread pool rely on.
-template <class F>
-void with_threads(int threads, F&& f) {
-  const int previous = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  try {
-    f();
-  } catch (...) {
-    omp_set_num_threads(previous);
-    throw;
-  }
-  omp_set_num_threads(previous);
-}
 
 // Note: a convolution with a window larger than 1x1 lets oneDNN choose its layouts (blocked by
 // 16 channels, its direct AVX-512 kernels) and reorders the operands in and out inside the op:
@@ -220,10 +204,9 @@ void ConvPrimitives::run(const char* call, ConvPass pass, const ConvGeometry& g,
                       ? p.gradient.reserve(sizeof(float) * size_t(g.k) * g.c * g.r * g.s)
                       : o.out + n0 * o.out_image;
       try {
-        with_threads(1, [&] {
-          with_signals_deferred(call, [&] {
-            p.run(p.entry(pass, part), o.a + n0 * o.a_image, o.b + n0 * o.b_image, out);
-          });
+        single_threaded_onednn();
+        with_signals_deferred(call, [&] {
+          p.run(p.entry(pass, part), o.a + n0 * o.a_image, o.b + n0 * o.b_image, out);
         });
       } catch (const dnnl::error& e) {
         throw Error(str_cat(call, ": oneDNN failed on ", part.str(), ": ", e.what(), " (status ",

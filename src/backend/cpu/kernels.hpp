@@ -30,6 +30,10 @@ void elementwise(ThreadPool& pool, int64_t n, F&& f) {
   });
 }
 
+// Pins oneDNN to one OpenMP thread on the calling thread (the first call on each thread does
+// it): the pool already runs one oneDNN call per thread.
+void single_threaded_onednn();
+
 // Row-major C[m,n] = alpha op(A) op(B) + beta C through BLAS.
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc);
