@@ -125,34 +125,34 @@ void RunReport::begin(int64_t start_step, const std::string& resumed_from) {
 
 void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
   if (!root_) return;
-  const auto now = Clock::now();
   const bool last = step + 1 == total_steps_;
-  const double interval = terminal_ ? 0.5 : config_.log_interval_s;
-  if (seconds_between(last_line_, now) < interval && !last) return;
-  last_line_ = now;
-  const double elapsed = seconds_between(start_, now);
+  if (!line_due(terminal_ ? 0.5 : config_.log_interval_s, last)) return;
+  const double elapsed = seconds_between(start_, last_line_);
   const double done = static_cast<double>(step + 1 - start_step_);  // by this process
   const std::string line =
       str_cat("epoch ", epoch + 1, "/", epochs_, " step ", step + 1, "/", total_steps_, " loss ",
               fmt::format("{:.4f}", loss), " lr ", fmt::format("{:.4g}", lr), " ",
               fmt::format("{:.1f}", done * double(global_batch_) / elapsed), " img/s ETA ",
               format_duration(elapsed / done * double(total_steps_ - step - 1)));
-  if (terminal_) {
-    std::printf("\r%-100s%s", line.c_str(), last ? "\n" : "");
-    std::fflush(stdout);
-  } else {
-    spdlog::info("{}", line);
-  }
+  print_line(line, last);
 }
 
 void RunReport::evaluation_progress(int64_t batch, int64_t batches) {
-  if (!root_ || batch >= batches) return;
-  if (seconds_between(last_line_, Clock::now()) < config_.log_interval_s) return;
-  last_line_ = Clock::now();
-  const std::string line =
-      fmt::format("evaluation: batch {} of {} ({}%)", batch, batches, 100 * batch / batches);
+  if (!root_ || batch >= batches || !line_due(config_.log_interval_s, false)) return;
+  print_line(fmt::format("evaluation: batch {} of {} ({}%)", batch, batches, 100 * batch / batches),
+             false);
+}
+
+bool RunReport::line_due(double interval, bool last) {
+  const auto now = Clock::now();
+  if (seconds_between(last_line_, now) < interval && !last) return false;
+  last_line_ = now;
+  return true;
+}
+
+void RunReport::print_line(const std::string& line, bool last) {
   if (terminal_) {
-    std::printf("\r%-100s", line.c_str());
+    std::printf("\r%-100s%s", line.c_str(), last ? "\n" : "");
     std::fflush(stdout);
   } else {
     spdlog::info("{}", line);

@@ -29,6 +29,11 @@ class RunReport {
   void run_done(const TrainResult& r);
 
  private:
+  // Whether a progress line is due, `interval` seconds after the last (always when `last`); the
+  // line counts as printed from now.
+  bool line_due(double interval, bool last);
+  // A progress line: rewritten in place on a terminal (ended there when `last`), else logged.
+  void print_line(const std::string& line, bool last);
   using Clock = std::chrono::steady_clock;
   const TrainConfig& config_;
   bool root_, terminal_;
