@@ -1,9 +1,10 @@
 // Batch norm (optionally fused with the ReLU after it), NCHW: one channel is n strided planes
-// of hw values. Channels run in parallel; sums are accumulated in double so that a 32k-element
+// of hw values. Channels run in parallel; a channel's sums end in double so that a 32k-element
 // channel loses no precision.
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <type_traits>
 
 #include "kernels.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
@@ -17,7 +18,7 @@ struct NormShape {
   int64_t n, c, hw;
 };
 
-template <class T, class F>
+template <class F>
 void for_channel_planes(NormShape s, int64_t c, F&& f) {
   for (int64_t n = 0; n < s.n; ++n) f((n * s.c + c) * s.hw);
 }
@@ -34,7 +35,7 @@ struct Affine {
 
 template <class T>
 void apply_affine(NormShape s, int64_t c, const T* x, Affine<T> a, bool relu, T* y) {
-  for_channel_planes<T>(s, c, [&](int64_t at) {
+  for_channel_planes(s, c, [&](int64_t at) {
     if (relu) {
       for (int64_t i = 0; i < s.hw; ++i) y[at + i] = std::max(a(x[at + i]), T(0));
     } else {
@@ -43,22 +44,50 @@ void apply_affine(NormShape s, int64_t c, const T* x, Affine<T> a, bool relu, T*
   });
 }
 
+// Note: a channel's sums are the hot loop of batch norm's two sum passes. One running double
+// sum is a chain of dependent scalar adds, which the compiler may not reorder; kLanes
+// independent double sums vectorise, and are added together at the end. The terms are the same
+// values as in one running sum, added in another order fixed by the shape alone: as precise,
+// and bit-identical run to run. The terms of a block go through a small array first, so that
+// the loop computing them (with the ReLU's mask) vectorises on its own.
+constexpr int kLanes = 16;
+
+// Over every plane of channel c: terms(i, u, v) writes value i's two terms, of type Term, which
+// are added into sum_a and sum_b.
+template <class Term, class F>
+void channel_sums(NormShape s, int64_t c, F&& terms, double& sum_a, double& sum_b) {
+  double a[kLanes] = {}, b[kLanes] = {};
+  for_channel_planes(s, c, [&](int64_t at) {
+    for (int64_t i = at; i < at + s.hw; i += kLanes) {
+      const int lanes = static_cast<int>(std::min<int64_t>(kLanes, at + s.hw - i));
+      Term u[kLanes], v[kLanes];
+      for (int j = 0; j < lanes; ++j) terms(i + j, u[j], v[j]);
+      for (int j = 0; j < lanes; ++j) {
+        a[j] += u[j];
+        b[j] += v[j];
+      }
+    }
+  });
+  sum_a = sum_b = 0;
+  for (int j = 0; j < kLanes; ++j) {
+    sum_a += a[j];
+    sum_b += b[j];
+  }
+}
+
 // Batch norm in phases, so that SyncBatchNorm can all-reduce the sums between them.
 // Forward sums: [sum x (C), sum x^2 (C), count]; backward sums: [sum g (C), sum g*xhat (C)].
 template <class T>
 void batch_norm_sums(ThreadPool& pool, NormShape s, const T* x, double* sums) {
   pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      double sum = 0, sq = 0;
-      for_channel_planes<T>(s, c, [&](int64_t at) {
-        for (int64_t i = 0; i < s.hw; ++i) {
-          const double v = x[at + i];
-          sum += v;
-          sq += v * v;
-        }
-      });
-      sums[c] = sum;
-      sums[s.c + c] = sq;
+      channel_sums<double>(
+          s, c,
+          [&](int64_t i, double& v, double& square) {
+            v = x[i];
+            square = v * v;
+          },
+          sums[c], sums[s.c + c]);
     }
   });
   sums[2 * s.c] = static_cast<double>(s.n * s.hw);
@@ -96,34 +125,48 @@ void batch_norm_forward_eval(ThreadPool& pool, NormShape s, const T* x, const T*
   });
 }
 
-// g = dy masked by the ReLU, recomputed from x and the affine map.
-template <class T>
+// g = dy masked by the ReLU, recomputed from x and the affine map. Compiled once with the mask
+// and once without (with_relu), and dy[i] read whatever the mask says: a branch or a load under
+// the condition inside the loops keeps the compiler from vectorising them.
+template <class T, bool Relu>
 struct MaskedGradient {
   const T *x, *dy;
   Affine<T> a;
-  bool relu;
-  T operator()(int64_t i) const { return (!relu || a(x[i]) > T(0)) ? dy[i] : T(0); }
+  T operator()(int64_t i) const {
+    const T g = dy[i];
+    if constexpr (Relu) return a(x[i]) > T(0) ? g : T(0);
+    return g;
+  }
 };
+
+// Calls f(std::true_type{}) or f(std::false_type{}) as relu says.
+template <class F>
+void with_relu(bool relu, F&& f) {
+  if (relu) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
 
 template <class T>
 void batch_norm_backward_sums(ThreadPool& pool, NormShape s, const T* x, const T* dy,
                               const T* gamma, const T* beta, const T* save_mean,
                               const T* save_invstd, bool relu, double* sums) {
-  pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const T m = save_mean[c], is = save_invstd[c];
-      const MaskedGradient<T> grad{x, dy, Affine<T>(gamma[c], beta[c], m, is), relu};
-      double sum_dy = 0, sum_dy_xhat = 0;
-      for_channel_planes<T>(s, c, [&](int64_t at) {
-        for (int64_t i = at; i < at + s.hw; ++i) {
-          const T g = grad(i);
-          sum_dy += g;
-          sum_dy_xhat += g * ((x[i] - m) * is);
-        }
-      });
-      sums[c] = sum_dy;
-      sums[s.c + c] = sum_dy_xhat;
-    }
+  with_relu(relu, [&](auto mask) {
+    pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const T m = save_mean[c], is = save_invstd[c];
+        const MaskedGradient<T, mask()> grad{x, dy, Affine<T>(gamma[c], beta[c], m, is)};
+        channel_sums<T>(
+            s, c,
+            [&](int64_t i, T& g, T& g_xhat) {
+              g = grad(i);
+              g_xhat = g * ((x[i] - m) * is);
+            },
+            sums[c], sums[s.c + c]);
+      }
+    });
   });
 }
 
@@ -134,20 +177,22 @@ void batch_norm_backward_from_sums(ThreadPool& pool, NormShape s, const T* x, co
                                    const T* gamma, const T* beta, const T* save_mean,
                                    const T* save_invstd, bool relu, const double* local,
                                    const double* global, double count, T* dx, T* dgamma, T* dbeta) {
-  pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const T m = save_mean[c], is = save_invstd[c];
-      const MaskedGradient<T> grad{x, dy, Affine<T>(gamma[c], beta[c], m, is), relu};
-      dbeta[c] += static_cast<T>(local[c]);
-      dgamma[c] += static_cast<T>(local[s.c + c]);
-      const T k = gamma[c] * is;
-      const T mean_dy = static_cast<T>(global[c] / count);
-      const T mean_dy_xhat = static_cast<T>(global[s.c + c] / count);
-      for_channel_planes<T>(s, c, [&](int64_t at) {
-        for (int64_t i = at; i < at + s.hw; ++i)
-          dx[i] = k * (grad(i) - mean_dy - (x[i] - m) * is * mean_dy_xhat);
-      });
-    }
+  with_relu(relu, [&](auto mask) {
+    pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const T m = save_mean[c], is = save_invstd[c];
+        const MaskedGradient<T, mask()> grad{x, dy, Affine<T>(gamma[c], beta[c], m, is)};
+        dbeta[c] += static_cast<T>(local[c]);
+        dgamma[c] += static_cast<T>(local[s.c + c]);
+        const T k = gamma[c] * is;
+        const T mean_dy = static_cast<T>(global[c] / count);
+        const T mean_dy_xhat = static_cast<T>(global[s.c + c] / count);
+        for_channel_planes(s, c, [&](int64_t at) {
+          for (int64_t i = at; i < at + s.hw; ++i)
+            dx[i] = k * (grad(i) - mean_dy - (x[i] - m) * is * mean_dy_xhat);
+        });
+      }
+    });
   });
 }
 

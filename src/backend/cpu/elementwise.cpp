@@ -17,7 +17,11 @@ void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
     using T = decltype(tag);
     const T *out = y.data<T>(), *g = dy.data<T>();
     T* d = dx.data<T>();
-    elementwise<T>(pool_, y.numel(), [&](int64_t i) { d[i] = out[i] > T(0) ? g[i] : T(0); });
+    // g[i] is read whatever the mask says, so that the loop vectorises.
+    elementwise<T>(pool_, y.numel(), [&](int64_t i) {
+      const T grad = g[i];
+      d[i] = out[i] > T(0) ? grad : T(0);
+    });
   });
 }
 
