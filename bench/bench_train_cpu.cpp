@@ -1,11 +1,16 @@
 // Training throughput of the CPU backend: images/s and achieved GFLOP/s of full training steps
-// (forward, loss, backward, SGD) on random data, median of the timed steps.
+// (forward, loss, backward, SGD) on random data, median of the timed steps; and the memory:
+// peak resident set, and its growth from before the model was built, per image of the batch.
 //   build/bench/bench_train_cpu --depth 50 --batch-size 32 --steps 10
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <random>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
@@ -13,6 +18,24 @@
 #include "timing.hpp"
 
 using namespace ringtrain;
+
+namespace {
+
+// The resident set now and at its peak, in MiB.
+double resident_mib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return double(resident) * double(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+double peak_resident_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024;  // KiB on Linux
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ResNetConfig mc;
@@ -30,6 +53,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   mc.stem = parse<Stem>("--stem", stem);
 
+  const double resident_before = resident_mib();
   CpuBackend backend(threads);
   ResNet model(mc, backend, DType::f32, 0);
   Sgd sgd(model.parameters(), backend, SgdConfig{});
@@ -51,10 +75,11 @@ int main(int argc, char** argv) {
   }
   const double median = bench::median(times);
   const double gflop_per_image = 6.0 * model.macs_per_image(size, size) * 1e-9;
+  const double peak = peak_resident_mib();
   std::printf(
       "resnet%d-%s width %.2f batch %d threads %d: median step %.3f s, %.1f img/s, "
-      "%.1f GFLOP/s (%.3f GFLOP per image per step)\n",
+      "%.1f GFLOP/s (%.3f GFLOP per image per step), peak RSS %.0f MiB, %.2f MiB per image\n",
       mc.depth, stem.c_str(), mc.width, batch, backend.threads(), median, batch / median,
-      batch / median * gflop_per_image, gflop_per_image);
+      batch / median * gflop_per_image, gflop_per_image, peak, (peak - resident_before) / batch);
   return 0;
 }

@@ -6,6 +6,8 @@ defined here exactly as ringtrain defines it; the parameter count is printed as 
     /usr/bin/python3 bench/pytorch_train_cpu.py --depth 50 --batch-size 32 --steps 10
 """
 import argparse
+import os
+import resource
 import time
 
 import torch
@@ -51,6 +53,11 @@ def resnet(depth, width, classes=10):
     return nn.Sequential(*layers)
 
 
+def resident_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--depth", type=int, default=50)
@@ -61,6 +68,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
+    resident_before = resident_mib()
     model = resnet(a.depth, a.width)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
     x = torch.randn(a.batch_size, 3, 32, 32)
@@ -77,9 +85,11 @@ def main():
     times.sort()
     med = times[len(times) // 2]
     params = sum(p.numel() for p in model.parameters())
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(f"pytorch {torch.__version__} resnet{a.depth} width {a.width:.2f} batch {a.batch_size} "
           f"threads {a.threads} ({params} parameters): median step {med:.3f} s, "
-          f"{a.batch_size / med:.1f} img/s")
+          f"{a.batch_size / med:.1f} img/s, peak RSS {peak:.0f} MiB, "
+          f"{(peak - resident_before) / a.batch_size:.2f} MiB per image")
 
 
 if __name__ == "__main__":
