@@ -47,8 +47,11 @@ def number(pattern, line):
 
 
 def train_row(line):
-    return {"img/s": number(r"([\d.]+) img/s", line), "peak": number(r"peak RSS ([\d.]+) MiB", line),
-            "per image": number(r"([\d.]+) MiB per image", line)}
+    """img/s, and the memory where the benchmark reports it (an older baseline may not)."""
+    memory = re.search(r"peak RSS ([\d.]+) MiB, ([\d.]+) MiB per image", line)
+    return {"img/s": number(r"([\d.]+) img/s", line),
+            "peak": float(memory.group(1)) if memory else float("nan"),
+            "per image": float(memory.group(2)) if memory else float("nan")}
 
 
 def train_round(a, results):
