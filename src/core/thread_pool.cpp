@@ -28,6 +28,7 @@ bool spin_until(F&& done) {
       if (done()) return true;
       cpu_relax();
     }
+    std::this_thread::yield();  // to another process's thread, when the cores are oversubscribed
   } while (std::chrono::steady_clock::now() < until);
   return done();
 }
