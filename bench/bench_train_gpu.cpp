@@ -122,7 +122,7 @@ std::pair<double, double> stem_conv_ms(Backend& backend, const Tensor& images, i
 int main(int argc, char** argv) {
   ResNetConfig mc;
   int batch = 256, steps = 50, warmup = 10, workers = 8, train_images = 20000;
-  std::string amp = "bf16";
+  std::string amp = "bf16", conv_algo_cache;
   double peak = 0;
   CLI::App app{"GPU training-step benchmark"};
   app.add_option("--depth", mc.depth)->capture_default_str();
@@ -136,6 +136,8 @@ int main(int argc, char** argv) {
   app.add_option("--train-images", train_images, "synthetic images the loader draws from")
       ->capture_default_str();
   app.add_option("--peak-tflops", peak, "device peak for MFU (default: by device name)");
+  app.add_option("--conv-algo-cache", conv_algo_cache,
+                 "the file that keeps cuDNN's algorithm searches (default: none)");
   CLI11_PARSE(app, argc, argv);
 
   const DeviceInventory devices = probe_devices();
@@ -145,6 +147,7 @@ int main(int argc, char** argv) {
   }
   CudaOptions o;
   o.compute = compute_dtype(parse<Precision>("--amp", amp));
+  o.conv_algo_cache = conv_algo_cache;
   auto backend = make_cuda_backend(o);
   const std::string name = backend->name();
   if (peak <= 0) peak = peak_tflops(name);

@@ -10,7 +10,7 @@ jpeg_dev=libjpeg62-turbo-dev
 if grep -qs '^ID=ubuntu' /etc/os-release; then jpeg_dev=libjpeg-turbo8-dev; fi
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config xz-utils
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools libxxhash-dev
   "$jpeg_dev" libpng-dev

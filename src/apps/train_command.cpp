@@ -106,6 +106,10 @@ void add_device_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
   add_choice(cmd, "--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off");
   add_switch(cmd, "--deterministic", c.deterministic,
              "CUDA: bit-identical repeats (cuDNN algorithms by rank, not timing)");
+  add_setting(cmd, "--conv-algo-cache", c.conv_algo_cache,
+              "CUDA: the file that keeps cuDNN's algorithm searches for later runs on the same GPU "
+              "model and cuDNN (default: conv_algos.json in --checkpoint-dir; none: search in "
+              "every process)");
   add_setting(cmd, "--threads", c.threads,
               "CPU backend threads (0: the cores this rank may use: its affinity mask, shared with "
               "the ranks of the node bound to the same cores)")

@@ -8,9 +8,9 @@ BatchResult forward_loss(ResNet& model, const Tensor& images, const Tensor& labe
   const Tensor& logits = model.forward(images, true);
   Tensor& dlogits = model.logits_grad();
   BatchResult r;
-  r.loss = backend.softmax_cross_entropy(logits, labels, loss.label_smoothing, &dlogits);
+  r.loss = backend.softmax_cross_entropy(logits, labels, loss.label_smoothing, &dlogits,
+                                         loss.grad_scale);
   r.correct = backend.count_correct(logits, labels);
-  if (loss.grad_scale != 1.0) backend.scale(dlogits, loss.grad_scale);
   return r;
 }
 

@@ -124,7 +124,8 @@ Evaluation evaluate_split(ResNet& model, Backend& backend, const Split& split,
   run_inference(model, backend, split, norm, settings, comm.size(), comm.rank(),
                 [&](const Tensor& logits, const Tensor& labels) {
                   const int64_t n = logits.dim(0);
-                  e.loss_sum += backend.softmax_cross_entropy(logits, labels, 0.0f, nullptr) * n;
+                  e.loss_sum +=
+                      backend.softmax_cross_entropy(logits, labels, 0.0f, nullptr, 1.0) * n;
                   const Tensor host_logits = to_host(backend, logits);
                   const Tensor host_labels = to_host(backend, labels);
                   add_predictions(e, host_logits.data<float>(), host_labels.data<int32_t>(), n);

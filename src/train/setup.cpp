@@ -188,6 +188,12 @@ void use_cpu_share(TrainConfig& c, const World& world) {
       workers_chosen ? "" : " (--workers)");
 }
 
+std::string conv_algo_cache_path(const TrainConfig& c) {
+  if (c.conv_algo_cache == "none") return "";
+  if (!c.conv_algo_cache.empty()) return c.conv_algo_cache;
+  return (std::filesystem::path(c.checkpoint_dir) / "conv_algos.json").string();
+}
+
 std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) {
   if (c.device == DeviceKind::cpu) return std::make_unique<CpuBackend>(c.threads);
   const DeviceInventory devices = probe_devices();
@@ -197,6 +203,7 @@ std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) 
   o.rank = world.rank();
   o.compute = compute_dtype(c.amp);
   o.deterministic = c.deterministic;
+  o.conv_algo_cache = conv_algo_cache_path(c);
   return make_cuda_backend(o);
 }
 
@@ -209,6 +216,7 @@ std::vector<std::unique_ptr<Backend>> make_dp_backends(const TrainConfig& c) {
     o.device = c.dp_share_device ? 0 : d;
     o.compute = compute_dtype(c.amp);
     o.deterministic = c.deterministic;
+    o.conv_algo_cache = conv_algo_cache_path(c);
     backends.push_back(make_cuda_backend(o));
   }
   return backends;

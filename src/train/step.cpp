@@ -60,7 +60,7 @@ EvalSums evaluate(TrainSession& s) {
   while (const DeviceBatch* b = s.test_batches->next()) {
     const int64_t n = b->images.dim(0);
     const Tensor& logits = s.model().forward(b->images, false);
-    sums.loss += backend.softmax_cross_entropy(logits, b->labels, 0.0f, nullptr) * n;
+    sums.loss += backend.softmax_cross_entropy(logits, b->labels, 0.0f, nullptr, 1.0) * n;
     sums.correct += static_cast<double>(backend.count_correct(logits, b->labels));
     sums.count += static_cast<double>(n);
     s.report->evaluation_progress(++done, batches);

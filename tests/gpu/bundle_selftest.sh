@@ -13,9 +13,9 @@
 #     cuDNN, cuBLAS and NCCL versions, loaded from the wheels; it then stops: no GPU here).
 # Prints the bundle's size and the glibc version it needs. Exits 77 (skipped) with the reason
 # where there is no CUDA backend or mount namespaces are not permitted.
-#   tests/gpu/bundle_selftest.sh [WITH_CUDA [BUNDLE.tar.gz]]
+#   tests/gpu/bundle_selftest.sh [WITH_CUDA [BUNDLE.tar.xz]]
 # WITH_CUDA: OFF skips (ctest passes the build's RINGTRAIN_WITH_CUDA); without BUNDLE it runs
-# pack.sh (an incremental build in build-pack/) and checks build-gpu/bundle.tar.gz.
+# pack.sh (an incremental build in build-pack/) and checks build-gpu/bundle.tar.xz.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 failures=0 checks=0
@@ -200,7 +200,7 @@ ns=(unshare --mount --propagation private)
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-bundle=${2:-$here/../../build-gpu/bundle.tar.gz}
+bundle=${2:-$here/../../build-gpu/bundle.tar.xz}
 if [ -z "${2:-}" ]; then
   start=$SECONDS
   if ! bash "$here/pack.sh" >"$dir/pack.log" 2>&1; then
@@ -209,7 +209,7 @@ if [ -z "${2:-}" ]; then
   fi
   echo "ok   pack.sh (build-pack/ brought up to date, then packed) in $((SECONDS - start)) s"
 fi
-tar -C "$dir" -xzf "$bundle" || {
+tar -C "$dir" -xJf "$bundle" || {
   fail "cannot unpack $bundle"
   exit 1
 }

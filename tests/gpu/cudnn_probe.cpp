@@ -2,11 +2,15 @@
 // images, batch 256), in f32 and bf16, NHWC and NCHW, asks cuDNN's heuristics
 // (cudnnGet*Algorithm_v7) which forward, backward-data and backward-filter algorithms it has, and
 // prints one line per (shape, dtype, layout, pass): the algorithms that cuDNN can run, or NONE.
+// With --find, each NHWC query is also asked as the backend asks it, by measuring
+// (cudnnFind*Algorithm), and a second line, marked "find", gives what ran, fastest first, with
+// its time; the exit status then follows the measured answers.
 // The descriptors are set up as the CUDA backend sets them (f32 accumulation; f32 in FMA math,
 // no TF32; bf16 in tensor-op math). Exit status: 0 when every NHWC query (the layout ringtrain
 // runs) has an algorithm, at its own channel count or zero-padded as the backend pads (then the
 // padded counts' lines follow, marked "padded"), 1 when one has none, 2 on an error.
 //   cudnn_probe              # the table, then "cudnn_probe: Q queries, M NONE (K in NHWC)"
+//   cudnn_probe --find       # the same, each NHWC query measured too
 //   cudnn_probe --versions   # driver, runtime, cuDNN, cuBLAS and NCCL versions, and the device
 #include <nccl.h>
 
@@ -122,39 +126,64 @@ std::string algo_name(const char* const (&names)[N], int algo) {
   return algo >= 0 && static_cast<size_t>(algo) < N ? names[algo] : str_cat("algo", algo);
 }
 
-// The algorithms cuDNN can run, as "NAME(math, workspace MiB)", or "NONE".
+// How a query asks cuDNN: its heuristics, or measuring every algorithm (the backend's way).
+enum class Method { heuristic, find };
+
+// The algorithms cuDNN can run, as "NAME(math, workspace MiB)" (measured: "NAME(math, workspace
+// MiB, time ms)"), or "NONE".
 template <class Perf, size_t N>
-std::string usable(const Perf* perf, int count, const char* const (&names)[N]) {
+std::string usable(const Perf* perf, int count, const char* const (&names)[N], Method method) {
   std::string out;
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
     const char* math = perf[i].mathType == CUDNN_TENSOR_OP_MATH ? "tensor-op" : "fma";
     out += str_cat(out.empty() ? "" : " ", algo_name(names, static_cast<int>(perf[i].algo)), "(",
-                   math, ", ", perf[i].memory >> 20, " MiB)");
+                   math, ", ", perf[i].memory >> 20, " MiB");
+    out += method == Method::find ? str_cat(", ", perf[i].time, " ms)") : ")";
   }
   return out.empty() ? "NONE" : out;
 }
 
-std::string query(cudnnHandle_t handle, const Descriptors& d, ConvPass pass) {
+// Note: as in the backend, a query that cuDNN refuses as a whole (NOT_SUPPORTED, or BAD_PARAM
+// for some NHWC channel counts) means no algorithm, not an error.
+std::string answer(cudnnStatus_t status, const char* call, const std::string& found) {
+  if (status == CUDNN_STATUS_NOT_SUPPORTED || status == CUDNN_STATUS_BAD_PARAM)
+    return str_cat("NONE (", cudnnGetErrorString(status), ")");
+  ringtrain::cuda::check(status, call);
+  return found;
+}
+
+std::string query(cudnnHandle_t h, const Descriptors& d, ConvPass pass, Method method) {
   int count = 0;
+  const bool find = method == Method::find;
+  cudnnStatus_t status;
   switch (pass) {
     case ConvPass::forward: {
       cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
-      RT_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y, kMaxAlgos,
-                                                           &count, perf));
-      return usable(perf, count, kForwardNames);
+      status = find ? cudnnFindConvolutionForwardAlgorithm(h, d.x, d.w, d.conv, d.y, kMaxAlgos,
+                                                           &count, perf)
+                    : cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMaxAlgos,
+                                                             &count, perf);
+      return answer(status, "cudnn*ConvolutionForwardAlgorithm",
+                    usable(perf, count, kForwardNames, method));
     }
     case ConvPass::backward_data: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
-      RT_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w, d.y, d.conv, d.x,
-                                                                kMaxAlgos, &count, perf));
-      return usable(perf, count, kDataNames);
+      status = find ? cudnnFindConvolutionBackwardDataAlgorithm(h, d.w, d.y, d.conv, d.x, kMaxAlgos,
+                                                                &count, perf)
+                    : cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
+                                                                  kMaxAlgos, &count, perf);
+      return answer(status, "cudnn*ConvolutionBackwardDataAlgorithm",
+                    usable(perf, count, kDataNames, method));
     }
     case ConvPass::backward_filter: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
-      RT_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, d.x, d.y, d.conv, d.w,
-                                                                  kMaxAlgos, &count, perf));
-      return usable(perf, count, kFilterNames);
+      status = find ? cudnnFindConvolutionBackwardFilterAlgorithm(h, d.x, d.y, d.conv, d.w,
+                                                                  kMaxAlgos, &count, perf)
+                    : cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
+                                                                    kMaxAlgos, &count, perf);
+      return answer(status, "cudnn*ConvolutionBackwardFilterAlgorithm",
+                    usable(perf, count, kFilterNames, method));
     }
   }
   return "NONE";
@@ -195,38 +224,39 @@ void print_versions() {
 
 // One line of the table; true when cuDNN has no algorithm for it.
 bool probe_line(cudnnHandle_t handle, const ProbeShape& s, cudnnDataType_t t,
-                cudnnTensorFormat_t format, ConvPass pass);
+                cudnnTensorFormat_t format, ConvPass pass, Method method);
 
 // An NHWC query without an algorithm runs in the backend with its input channels zero-padded
 // (channels_to_try); true when no padded count has one either.
-bool none_even_padded(cudnnHandle_t handle, const ProbeShape& s, cudnnDataType_t t, ConvPass pass) {
+bool none_even_padded(cudnnHandle_t handle, const ProbeShape& s, cudnnDataType_t t, ConvPass pass,
+                      Method method) {
   const std::vector<int> channels = channels_to_try(s.g.c);
   return !first_supported(std::vector<int>(channels.begin() + 1, channels.end()), [&](int c) {
     ProbeShape padded = s;
     padded.g.c = c;
     padded.models += ",padded";
-    return !probe_line(handle, padded, t, CUDNN_TENSOR_NHWC, pass);
+    return !probe_line(handle, padded, t, CUDNN_TENSOR_NHWC, pass, method);
   });
 }
 
 bool probe_line(cudnnHandle_t handle, const ProbeShape& s, cudnnDataType_t t,
-                cudnnTensorFormat_t format, ConvPass pass) {
+                cudnnTensorFormat_t format, ConvPass pass, Method method) {
   const char* dtype = t == CUDNN_DATA_FLOAT ? "f32" : "bf16";
   const char* layout = format == CUDNN_TENSOR_NHWC ? "nhwc" : "nchw";
   std::string found;
   try {
     const Descriptors d(s.g, t, format);
-    found = query(handle, d, pass);
+    found = query(handle, d, pass, method);
   } catch (const std::exception& e) {
     throw Error(str_cat(s.g.str(), " ", dtype, " ", layout, " ", pass_name(pass), ": ", e.what()));
   }
-  std::printf("%s [%s] %s %s %s: %s\n", s.g.str().c_str(), s.models.c_str(), dtype, layout,
-              pass_name(pass), found.c_str());
-  return found == "NONE";
+  std::printf("%s [%s] %s %s %s%s: %s\n", s.g.str().c_str(), s.models.c_str(), dtype, layout,
+              pass_name(pass), method == Method::find ? " find" : "", found.c_str());
+  return found.rfind("NONE", 0) == 0;
 }
 
 // Prints the table; returns the exit status.
-int probe_all() {
+int probe_all(bool find) {
   std::vector<ProbeShape> shapes;
   add_resnet(shapes, 18);
   add_resnet(shapes, 50);
@@ -239,9 +269,13 @@ int probe_all() {
         for (const ConvPass pass :
              {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
           ++queries;
-          if (!probe_line(handle, s, t, format, pass)) continue;
+          const Method method =
+              find && format == CUDNN_TENSOR_NHWC ? Method::find : Method::heuristic;
+          if (method == Method::find) probe_line(handle, s, t, format, pass, Method::heuristic);
+          if (!probe_line(handle, s, t, format, pass, method)) continue;
           ++none;
-          if (format == CUDNN_TENSOR_NHWC && none_even_padded(handle, s, t, pass)) ++none_nhwc;
+          if (format == CUDNN_TENSOR_NHWC && none_even_padded(handle, s, t, pass, method))
+            ++none_nhwc;
         }
   RT_CUDA_CHECK(cudnnDestroy(handle));
   std::printf("cudnn_probe: %zu shapes, %d queries, %d NONE (%d in NHWC even zero-padded)\n",
@@ -253,8 +287,9 @@ int probe_all() {
 
 int main(int argc, char** argv) {
   const bool versions = argc == 2 && std::strcmp(argv[1], "--versions") == 0;
-  if (argc > 2 || (argc == 2 && !versions)) {
-    std::fprintf(stderr, "usage: cudnn_probe [--versions]\n");
+  const bool find = argc == 2 && std::strcmp(argv[1], "--find") == 0;
+  if (argc > 2 || (argc == 2 && !versions && !find)) {
+    std::fprintf(stderr, "usage: cudnn_probe [--versions | --find]\n");
     return 2;
   }
   try {
@@ -262,7 +297,7 @@ int main(int argc, char** argv) {
       print_versions();
       return 0;
     }
-    return probe_all();
+    return probe_all(find);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudnn_probe: error: %s\n", e.what());
     return 2;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPU check: nine stages for one short turn on a machine with an NVIDIA GPU, each under its
-# own hard deadline (they sum to under 7 minutes), each recorded the moment it ends, so that a
-# check killed half-way still leaves what it found.
+# The GPU check: ten stages for one short turn on a machine with an NVIDIA GPU, each under its
+# own hard deadline, the whole check under 7 minutes (420 s), each recorded the moment it ends, so
+# that a check killed half-way still leaves what it found.
 #
 #   bash tests/gpu/device_check.sh              # on the GPU machine, build-gpu/ carried
 #   bash tests/gpu/device_check.sh --only tests,memcheck    # a rerun of some stages
@@ -10,8 +10,10 @@
 # Stages, in order (tests/gpu/README.md says what each proves):
 #   env       ldd of every binary, nvidia-smi, driver / CUDA / cuDNN / cuBLAS / NCCL versions
 #   cudnn     cudnn_probe: cuDNN's algorithms for every ResNet-18/-50 convolution
-#   tests     each ringtrain_gpu_tests test in its own process, failures rerun synchronously
-#   memcheck  compute-sanitizer memcheck of the CUDA op tests
+#   warm      fills the shared cuDNN algorithm cache with the configurations the later stages run
+#   tests     ringtrain_gpu_tests in one process, then each test that did not pass alone, and
+#             its failures rerun synchronously
+#   memcheck  compute-sanitizer memcheck of our own kernels' op tests (f32, no convolutions)
 #   cifar10   ResNet-18, one epoch of real CIFAR-10 (JPEG class folders in $CIFAR_TARBALL,
 #             default build-gpu/cifar10.tar.gz)
 #   resnet50  ResNet-50 bf16 throughput: on-device data, real loader with 0 and N workers
@@ -19,9 +21,12 @@
 #   pytorch   PyTorch eager on the same model and device, for the ratio
 #   mpi       ringtrain train under mpirun -np 1
 #
-# Output, in $OUT (default build-gpu/check): results.tsv (stage, result, key number, seconds; one
-# line appended per stage as it ends), <stage>.log, tests/ (one log per GPU test), summary.md.
-# Binaries: from $DEVICE_CHECK_BIN when set, else build-gpu/bundle.tar.gz (tests/gpu/pack.sh),
+# Output, in $OUT (default build-gpu/check), six files, because the lent machine returns at most
+# 8 files, 2 folders deep: summary.md (rewritten after every stage), results.tsv (stage, result,
+# key number, seconds), gpu_tests.tsv, perf.tsv (stage, configuration, metric, value),
+# cudnn_algos.tsv and logs.tgz (every log, re-packed after every stage). Scratch files live in a
+# work folder outside $OUT.
+# Binaries: from $DEVICE_CHECK_BIN when set, else build-gpu/bundle.tar.xz (tests/gpu/pack.sh),
 # else build/.
 # Exit status: 0 when no stage failed, 1 when one did, 2 on a usage error, 3 without a GPU.
 set -u
@@ -29,24 +34,60 @@ set -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SELF="$ROOT/tests/gpu/device_check.sh"
-# name:deadline in seconds. Each stage also gets up to 2 s to die after its deadline:
-# 9 x 2 s on top of these 400 s keeps the whole check under 7 minutes.
-STAGES=(env:20 cudnn:30 tests:110 memcheck:35 cifar10:50 resnet50:65 dp:25 pytorch:35 mpi:30)
-TEST_DEADLINE=30 # one GPU test, and again its rerun
+# name:deadline in seconds, and what the stage runs with the seconds it should take on an H200
+# (estimates until a run has measured them; results.tsv records the real ones). The deadlines sum
+# to 380 s; with up to 2 s for each stage to die after its deadline, 400 s. CHECK_LIMIT cuts a
+# late stage's deadline short (or skips it) should the start-up have taken long.
+STAGES=(
+  env:15      # ldd x4, nvidia-smi, cudnn_probe --versions, 1 CPU step of a tiny model: ~6 s
+  cudnn:35    # cudnn_probe --find: 792 heuristic queries, the 396 NHWC ones measured: ~20 s
+  warm:50     # 3 x ringtrain train, 2 steps each, every convolution searched once: ~35 s
+  tests:85    # 45 tests in one process (~20 s), those that did not pass alone, reruns capped
+  memcheck:35 # a probe of one test, then 9 f32 op tests under memcheck: ~20 s
+  cifar10:50  # untar, import 60,000 JPEGs on 16 cores, 1 epoch of ResNet-18 b256 + eval: ~25 s
+  resnet50:50 # bench_train_gpu 3 x 40 steps, synth 25,600 images, 2 x 2 epochs train: ~30 s
+  dp:20       # 20 steps of 2 replicas x 128, ResNet-50, one GPU: ~12 s
+  pytorch:25  # import torch twice, 40 eager steps of ResNet-50 b256 (cudnn.benchmark): ~18 s
+  mpi:15      # mpirun -np 1, 20 steps of ResNet-18 b256 on synthetic data: ~10 s
+)
+CHECK_LIMIT=410  # seconds from the start by which every stage has ended, leaving 10 s to spare
+KILL_MARGIN=2    # timeout --kill-after: what a stage that ignores SIGTERM gets to die
+TOGETHER_DEADLINE=60 # every GPU test in one process
+TEST_DEADLINE=20     # one GPU test alone
+# All the CUDA_LAUNCH_BLOCKING=1 reruns together; later failures are not rerun. (The variable is
+# for check_device_check.sh, which tests the cut.)
+RERUN_BUDGET=${DEVICE_CHECK_RERUN_BUDGET:-30}
+# memcheck: one tiny elementwise test as the probe, then our own kernels' op tests in f32: the
+# convolutions are cuDNN's, not ours, and its algorithm search is slow under the tool.
+MEMCHECK_PROBE='*CudaOps.ElementwiseOps/f32'
+MEMCHECK_FILTER='*CudaOps.*/f32-*Convolution*'
+OUT_FILES=(summary.md results.tsv gpu_tests.tsv perf.tsv cudnn_algos.tsv logs.tgz)
+RETURN_LIMIT=16777216 # bytes: the largest file the lent machine returns
 
-# ---- helpers run inside a stage (STAGE_NAME, STAGE_DEADLINE, STAGE_START, OUT, WORK, BIN set) ----
+# ---- helpers run inside a stage (STAGE_NAME, STAGE_DEADLINE, STAGE_START, OUT, LOGS, WORK, BIN) --
 
 # Records the stage's key number.
-key() { printf '%s\n' "$*" >"$OUT/$STAGE_NAME.key"; }
+key() { printf '%s\n' "$*" >"$LOGS/$STAGE_NAME.key"; }
 # Ends the stage as failed, saying why.
 fail() {
-  printf 'FAIL: %s\n' "$*" | tee "$OUT/$STAGE_NAME.result"
+  printf 'FAIL: %s\n' "$*" | tee "$LOGS/$STAGE_NAME.result"
   exit 1
 }
 # Ends the stage as skipped, saying why.
 skip() {
-  printf 'skipped: %s\n' "$*" | tee "$OUT/$STAGE_NAME.result"
+  printf 'skipped: %s\n' "$*" | tee "$LOGS/$STAGE_NAME.result"
   exit 0
+}
+# Appends a throughput figure to perf.tsv: CONFIGURATION METRIC VALUE; a value not read ("?")
+# is left out.
+perf() {
+  [[ $3 =~ ^[0-9]+(\.[0-9]+)?$ ]] || return 0
+  printf '%s\t%s\t%s\t%s\n' "$STAGE_NAME" "$1" "$2" "$3" >>"$OUT/perf.tsv"
+}
+# A figure perf.tsv already holds (STAGE CONFIGURATION METRIC), or "?".
+perf_value() {
+  awk -F'\t' -v s="$1" -v c="$2" -v m="$3" '$1 == s && $2 == c && $3 == m {v = $4} END {
+    print (v == "" ? "?" : v) }' "$OUT/perf.tsv"
 }
 # Runs a command under what is left of the stage's deadline, less 3 s to write the result: every
 # command of a stage ends before the stage's own deadline strikes.
@@ -59,8 +100,21 @@ need_bin() {
   [ -x "$BIN/$1" ] || fail "no $1 binary in $BIN (rebuild the bundle: tests/gpu/pack.sh)"
 }
 workers() { local n; n=$(nproc); echo $((n < 8 ? n : 8)); }
+# The arguments joined by "; ".
+joined() {
+  printf '%s' "$1"
+  shift
+  [ $# -eq 0 ] || printf '; %s' "$@"
+}
 # The first capture group of an extended regex (no '#' in it) in a file, or "?".
 grab() { sed -nE "s#.*$1.*#\\1#p" "$2" 2>/dev/null | head -1 | grep . || echo "?"; }
+# ringtrain train on the GPU, with the shared cuDNN algorithm cache where the build takes it
+# (TRAIN_CACHE is empty otherwise), so no stage searches a convolution an earlier one searched.
+train_cuda() {
+  within "$BIN/ringtrain" train --device cuda ${TRAIN_CACHE:+--conv-algo-cache "$TRAIN_CACHE"} "$@"
+}
+# The entries of the algorithm cache (one "algo" key each), 0 without a file.
+cache_entries() { grep -o '"algo"' "$RINGTRAIN_CONV_ALGO_CACHE" 2>/dev/null | wc -l; }
 
 # ---- the stages --------------------------------------------------------------------------------
 
@@ -82,10 +136,10 @@ stage_env() {
   echo "-- versions"
   within nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
   if [ -x "$BIN/cudnn_probe" ]; then
-    within "$BIN/cudnn_probe" --versions | tee "$WORK/versions" ||
+    within "$BIN/cudnn_probe" --versions | tee "$LOGS/env.versions" ||
       problems+=("cudnn_probe --versions failed")
-    driver=$(grab 'CUDA driver API ([0-9]+),' "$WORK/versions")
-    runtime=$(grab 'runtime ([0-9]+) ' "$WORK/versions")
+    driver=$(grab 'CUDA driver API ([0-9]+),' "$LOGS/env.versions")
+    runtime=$(grab 'runtime ([0-9]+) ' "$LOGS/env.versions")
     if [ "$driver" != "?" ] && [ "$runtime" != "?" ] && [ "$driver" -lt "$runtime" ]; then
       problems+=("the driver supports CUDA $driver, the binaries need $runtime: a newer driver")
     fi
@@ -98,74 +152,198 @@ stage_env() {
       problems+=("ringtrain train cannot start (an Open MPI singleton needs orted on PATH)")
   fi
   key "${#problems[@]} problems"
-  [ ${#problems[@]} -eq 0 ] || fail "$(IFS=';'; echo "${problems[*]}")"
+  [ ${#problems[@]} -eq 0 ] || fail "$(joined "${problems[@]}")"
+}
+
+# cudnn_probe's lines, "SHAPE [MODELS] DTYPE LAYOUT PASS[ find]: ALGORITHMS", as cudnn_algos.tsv;
+# "find" marks an answer measured (cudnnFind*, cudnn_probe --find), the rest are heuristics'.
+cudnn_table() {
+  local line='^(conv .*) \[([^]]*)\] (f32|bf16) (nhwc|nchw) ([a-z-]+)( find)?: (.*)$'
+  printf 'shape\tmodels\tdtype\tlayout\tpass\tmethod\talgorithms\n'
+  sed -nE "s/$line/\\1\\t\\2\\t\\3\\t\\4\\t\\5\\t\\6\\t\\7/p" "$LOGS/cudnn.log" |
+    awk -F'\t' -v OFS='\t' '{ $6 = ($6 == " find" ? "find" : "heuristic") } 1'
 }
 
 stage_cudnn() {
   need_bin cudnn_probe
-  within "$BIN/cudnn_probe"
+  # The backend's own question (cudnnFind*, measured) where this probe can ask it.
+  local usage find=()
+  usage=$("$BIN/cudnn_probe" --usage 2>&1)
+  grep -q -- '--find' <<<"$usage" && find=(--find)
+  within "$BIN/cudnn_probe" "${find[@]}"
   local rc=$?
-  key "$(grab ' ([0-9]+) NONE' "$OUT/cudnn.log") NONE"
+  cudnn_table >"$OUT/cudnn_algos.tsv"
+  key "$(grab ' ([0-9]+) NONE' "$LOGS/cudnn.log") NONE"
   case $rc in
     0) ;;
-    1) fail "$(grab '\(([0-9]+) in NHWC' "$OUT/cudnn.log") NHWC passes without an algorithm" ;;
+    1) fail "$(grab '\(([0-9]+) in NHWC' "$LOGS/cudnn.log") NHWC passes without an algorithm" ;;
     124 | 137) fail "deadline" ;;
     *) fail "cudnn_probe exit $rc" ;;
   esac
 }
 
-# One GPU test in its own process; a failure again with CUDA_LAUNCH_BLOCKING=1. Prints
-# "ok|FAIL NAME" and appends NAME, first exit, rerun exit, seconds to gpu_tests.tsv.
-run_one_test() {
-  local name=$1 file start rc rerun="-"
-  file="$OUT/tests/$(echo "$name" | tr '/' '_')"
-  start=$SECONDS
-  RINGTRAIN_REQUIRE_GPU=1 within timeout "$TEST_DEADLINE" "$BIN/ringtrain_gpu_tests" \
-    --gtest_filter="$name" >"$file.log" 2>&1
-  rc=$?
-  if [ "$rc" -ne 0 ]; then
-    CUDA_LAUNCH_BLOCKING=1 RINGTRAIN_REQUIRE_GPU=1 within timeout "$TEST_DEADLINE" \
-      "$BIN/ringtrain_gpu_tests" --gtest_filter="$name" >"$file.blocking.log" 2>&1
-    rerun=$?
-  fi
-  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$rerun" $((SECONDS - start)) >>"$OUT/gpu_tests.tsv"
-  if [ "$rc" -eq 0 ]; then
-    echo "ok   $name"
-  else
-    echo "FAIL $name (exit $rc; rerun with CUDA_LAUNCH_BLOCKING=1: exit $rerun)"
-  fi
-  return "$rc"
+# Note: the cache is keyed by convolution (geometry, dtype, layout, pass), so 2 steps of each
+# model and per-device batch the later stages train search everything they will meet: ResNet-50
+# batch 256 (resnet50), ResNet-18 batch 256 (cifar10, and mpi's defaults), ResNet-50 batch 128
+# (dp: 256 split over 2 replicas); all bf16, the cifar stem, 32x32 images.
+stage_warm() {
+  need_bin ringtrain
+  [ -n "$TRAIN_CACHE" ] || skip "this build's ringtrain train has no --conv-algo-cache"
+  within "$BIN/ringtrain" data synth --out "$WORK/warm.h5" --train 512 --test 256 ||
+    fail "ringtrain data synth exit $?"
+  local config depth batch start times=() failed=()
+  for config in 50:256 18:256 50:128; do
+    depth=${config%:*} batch=${config#*:} start=$SECONDS
+    echo "-- ringtrain train: ResNet-$depth, batch $batch, bf16, 2 steps"
+    (cd "$WORK" && train_cuda --data "$WORK/warm.h5" --depth "$depth" --batch-size "$batch" \
+      --amp bf16 --steps 2 --workers 0 --no-eval --checkpoint-dir "$WORK/warm_checkpoints" \
+      ${NO_FINAL_CHECKPOINT:+"$NO_FINAL_CHECKPOINT"}) || failed+=("ResNet-$depth b$batch: exit $?")
+    times+=("$((SECONDS - start)) s")
+    key "$(cache_entries) cache entries; runs: ${times[*]}"
+  done
+  [ ${#failed[@]} -eq 0 ] || fail "ringtrain train: $(joined "${failed[@]}")"
 }
 
+# ---- the tests stage: each GPU test alone; gpu_tests.tsv rewritten as results come -------------
+
+# The log of a test, less its suffix: test names hold '/'.
+test_log() { echo "$LOGS/tests/${1//\//_}"; }
+
+# run_test NAME LOG SECONDS [VAR=VALUE...]: one GPU test in its own process, under SECONDS and
+# the stage's deadline, with RINGTRAIN_REQUIRE_GPU=1 (a skip is a failure) and the VARs.
+run_test() {
+  local name=$1 log=$2 limit=$3
+  shift 3
+  within env RINGTRAIN_REQUIRE_GPU=1 "$@" timeout "$limit" "$BIN/ringtrain_gpu_tests" \
+    --gtest_filter="$name" >"$log" 2>&1
+}
+
+# gpu_tests.tsv from the arrays of stage_tests: NAME, first exit, rerun exit ("-": passed,
+# "skipped": over the rerun budget), seconds of both runs.
+write_test_table() {
+  local name
+  {
+    printf 'test\texit\tblocking_rerun_exit\tseconds\n'
+    for name in "${names[@]}"; do
+      [ -n "${first[$name]:-}" ] || continue
+      printf '%s\t%s\t%s\t%s\n' "$name" "${first[$name]}" "${rerun[$name]:--}" "${secs[$name]}"
+    done
+  } >"$OUT/gpu_tests.tsv"
+}
+
+# Reruns the failed tests with CUDA_LAUNCH_BLOCKING=1, which makes an asynchronous error show at
+# the kernel that caused it, in order, while RERUN_BUDGET lasts: when every test fails, the
+# reruns must not eat the time of the stages after.
+rerun_failures() {
+  local name start spent=0 left not_rerun=0
+  for name in "${failed[@]}"; do
+    left=$((RERUN_BUDGET - spent))
+    if [ "$left" -lt 2 ]; then
+      rerun[$name]=skipped
+      not_rerun=$((not_rerun + 1))
+      continue
+    fi
+    start=$SECONDS
+    run_test "$name" "$(test_log "$name").blocking.log" $((left < TEST_DEADLINE ? left : \
+      TEST_DEADLINE)) CUDA_LAUNCH_BLOCKING=1
+    rerun[$name]=$?
+    spent=$((spent + SECONDS - start))
+    secs[$name]=$((${secs[$name]} + SECONDS - start))
+    echo "rerun $name with CUDA_LAUNCH_BLOCKING=1: exit ${rerun[$name]}"
+    write_test_table
+  done
+  write_test_table
+  [ "$not_rerun" -eq 0 ] || echo "not rerun: the last $not_rerun failures (the reruns had" \
+    "used their $RERUN_BUDGET s)"
+}
+
+# Note: one process per test costs a CUDA context, cuDNN and cuBLAS each (1-2 s, about 45
+# tests), so the tests first run together in one process; only those that did not pass there
+# (failed, or never reached after a crash) run again alone, and a failure alone is rerun
+# synchronously. A test that passed together passed; one that fails alone failed.
 stage_tests() {
   need_bin ringtrain_gpu_tests
-  mkdir -p "$OUT/tests"
-  printf 'test\texit\tblocking_rerun_exit\tseconds\n' >"$OUT/gpu_tests.tsv"
-  local names=() failed=() name passed=0
+  mkdir -p "$LOGS/tests"
+  local names=() failed=() name start rc passed=0 together=$LOGS/tests_together.log
+  local -A first=() rerun=() secs=()
   mapfile -t names < <(within "$BIN/ringtrain_gpu_tests" --gtest_list_tests |
     awk '/^[^ ]/{suite=$1} /^  /{print suite $1}')
   [ ${#names[@]} -gt 0 ] || fail "ringtrain_gpu_tests --gtest_list_tests listed no tests"
+  echo "-- all ${#names[@]} tests in one process"
+  within env RINGTRAIN_REQUIRE_GPU=1 timeout "$TOGETHER_DEADLINE" "$BIN/ringtrain_gpu_tests" \
+    >"$together" 2>&1
+  echo "one process: exit $?"
   for name in "${names[@]}"; do
-    if run_one_test "$name"; then passed=$((passed + 1)); else failed+=("$name"); fi
+    start=$SECONDS
+    if grep -qF "[       OK ] $name (" "$together"; then
+      rc=0
+    else
+      run_test "$name" "$(test_log "$name").log" "$TEST_DEADLINE"
+      rc=$?
+    fi
+    first[$name]=$rc
+    secs[$name]=$((SECONDS - start))
+    if [ "$rc" -eq 0 ]; then
+      passed=$((passed + 1))
+      echo "ok   $name"
+    else
+      failed+=("$name")
+      echo "FAIL $name (exit $rc, alone)"
+    fi
+    write_test_table
     key "$passed/${#names[@]} passed"
   done
+  [ ${#failed[@]} -eq 0 ] || rerun_failures
   [ ${#failed[@]} -le 3 ] || failed=("${failed[@]:0:3}" "...")
   [ ${#failed[@]} -eq 0 ] || fail "$((${#names[@]} - passed)) failed: ${failed[*]}"
 }
 
-stage_memcheck() {
-  need_bin ringtrain_gpu_tests
-  local sanitizer="" candidate rc
+# ---- memcheck ----------------------------------------------------------------------------------
+
+# The compute-sanitizer to use, or nothing.
+find_sanitizer() {
+  local candidate
   for candidate in "$(command -v compute-sanitizer)" \
     "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" \
     "$ROOT/build-gpu/compute-sanitizer/compute-sanitizer"; do
-    if [ -z "$sanitizer" ] && [ -x "$candidate" ]; then sanitizer=$candidate; fi
+    if [ -x "$candidate" ]; then
+      echo "$candidate"
+      return
+    fi
   done
-  [ -n "$sanitizer" ] || skip "no compute-sanitizer here (it comes with the CUDA toolkit)"
-  RINGTRAIN_REQUIRE_GPU=1 within "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
-    "$BIN/ringtrain_gpu_tests" --gtest_filter='*CudaOps*'
+}
+
+# One tiny test under memcheck first: where the tool cannot attach to this device ("Device not
+# supported", or CUDA error 999 at start-up, as under gVisor) it says so in seconds, and the
+# stage skips in the tool's own words rather than running into its deadline.
+memcheck_probe() {
+  local sanitizer=$1 said rc refusal
+  echo "-- probe: $MEMCHECK_PROBE under memcheck (10 s at most)"
+  said=$(RINGTRAIN_REQUIRE_GPU=1 within timeout 10 "$sanitizer" --tool memcheck \
+    --error-exitcode 9 "$BIN/ringtrain_gpu_tests" --gtest_filter="$MEMCHECK_PROBE" 2>&1)
   rc=$?
-  key "$(grab 'ERROR SUMMARY: ([0-9]+) error' "$OUT/memcheck.log") errors"
+  printf '%s\n' "$said"
+  [ "$rc" -ne 0 ] || return 0
+  refusal=$(grep -m1 -E 'Device not supported|error 999|Internal Sanitizer Error|^=+ Error:' \
+    <<<"$said" | sed -E 's/^=+ *//')
+  [ -z "$refusal" ] || skip "compute-sanitizer cannot run on this device: $refusal"
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    fail "compute-sanitizer did not finish one elementwise test in 10 s"
+  fi
+  # Otherwise the test itself failed under the tool: the full run names the errors.
+}
+
+stage_memcheck() {
+  need_bin ringtrain_gpu_tests
+  local sanitizer rc
+  sanitizer=$(find_sanitizer)
+  [ -n "$sanitizer" ] || skip "no compute-sanitizer here (it comes with the CUDA toolkit)"
+  memcheck_probe "$sanitizer"
+  echo "-- memcheck: $MEMCHECK_FILTER"
+  RINGTRAIN_REQUIRE_GPU=1 within "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 \
+    "$BIN/ringtrain_gpu_tests" --gtest_filter="$MEMCHECK_FILTER"
+  rc=$?
+  key "$(grab 'ERROR SUMMARY: ([0-9]+) error' "$LOGS/memcheck.log") errors"
   case $rc in
     0) ;;
     9) fail "memcheck found errors (memcheck.log)" ;;
@@ -173,6 +351,8 @@ stage_memcheck() {
     *) fail "the CUDA op tests failed under memcheck (exit $rc)" ;;
   esac
 }
+
+# ---- training stages ---------------------------------------------------------------------------
 
 # The class folders of the tarball: the folder holding train/ (and test/).
 cifar_folder() {
@@ -195,13 +375,14 @@ stage_cifar10() {
   images=$(cifar_folder "$WORK/cifar") || fail "no train/ folder in $tarball"
   within "$BIN/ringtrain" data import-images "$images" "$WORK/cifar10.h5" ||
     fail "ringtrain data import-images failed"
-  (cd "$WORK" && within "$BIN/ringtrain" train --device cuda --data "$WORK/cifar10.h5" \
-    --depth 18 --epochs 1 --amp bf16 --workers "$(workers)" \
-    --summary "$OUT/cifar10_summary.json") ||
+  (cd "$WORK" && train_cuda --data "$WORK/cifar10.h5" --depth 18 --epochs 1 --amp bf16 \
+    --workers "$(workers)" --summary "$LOGS/cifar10_summary.json") ||
     fail "ringtrain train exit $?"
-  local acc rate
-  acc=$(grab 'final test accuracy ([0-9.]+)%' "$OUT/cifar10.log")
-  rate=$(grab 'summary: .*, ([0-9.]+) img/s' "$OUT/cifar10.log")
+  local acc rate config="ringtrain train resnet18 bf16 b256, 1 epoch"
+  acc=$(grab 'final test accuracy ([0-9.]+)%' "$LOGS/cifar10.log")
+  rate=$(grab 'summary: .*, ([0-9.]+) img/s' "$LOGS/cifar10.log")
+  perf "$config" test_accuracy_pct "$acc"
+  perf "$config" img_per_s "$rate"
   key "test accuracy $acc%, $rate img/s"
   # Note: one epoch of ResNet-18 lands well above 10% (chance); 20% leaves room for a bad seed.
   awk -v a="$acc" 'BEGIN{exit !(a > 20)}' ||
@@ -209,19 +390,37 @@ stage_cifar10() {
 }
 
 # ringtrain train on the synthetic set with W loader threads, 2 epochs; prints the second
-# epoch's "img/s (GPU util%)" from the metrics file.
+# epoch's img/s and mean GPU utilisation in % ("?" where not measured) from the metrics file.
 loader_rate() {
-  local w=$1 metrics="$OUT/resnet50_workers$1.jsonl"
-  echo "-- ringtrain train, real loader, --workers $w"
-  (cd "$WORK" && within "$BIN/ringtrain" train --device cuda --data "$WORK/synth.h5" --depth 50 \
-    --batch-size 256 --amp bf16 --workers "$w" --epochs 2 --no-eval --metrics "$metrics") >&2 ||
-    return 1
+  local w=$1 metrics="$LOGS/resnet50_workers$1.jsonl"
+  echo "-- ringtrain train, real loader, --workers $w" >&2
+  (cd "$WORK" && train_cuda --data "$WORK/synth.h5" --depth 50 --batch-size 256 --amp bf16 \
+    --workers "$w" --epochs 2 --no-eval --metrics "$metrics") >&2 || return 1
   python3 - "$metrics" <<'EOF'
 import json, sys
 last = [json.loads(l) for l in open(sys.argv[1])][-1]
 util = last.get("gpu_util_mean")
-print(f"{last['images_per_s']:.0f} img/s (GPU {'n/a' if util is None else f'{util:.0f}%'})")
+print(f"{last['images_per_s']:.0f} {'?' if util is None else f'{util:.0f}'}")
 EOF
+}
+
+# bench_train_gpu's three rates ("LABEL  N img/s  T TFLOP/s  MFU M%") into perf.tsv.
+bench_perf() {
+  local label rate tflops mfu
+  local line='^(on-device data|real loader|loader, GPU aug) +([0-9.]+) img/s +([0-9.]+) TFLOP/s'
+  while IFS=$'\t' read -r label rate tflops mfu; do
+    perf "bench_train_gpu resnet50 bf16 b256, $label" img_per_s "$rate"
+    perf "bench_train_gpu resnet50 bf16 b256, $label" tflops "$tflops"
+    perf "bench_train_gpu resnet50 bf16 b256, $label" mfu_pct "$mfu"
+  done < <(sed -nE "s#$line +MFU ([0-9.]*).*#\\1\\t\\2\\t\\3\\t\\4#p" "$LOGS/resnet50.log")
+}
+
+# Records a loader run's rate and GPU utilisation: W "RATE UTIL"; prints "RATE img/s (GPU U%)".
+loader_perf() {
+  local rate=${2% *} util=${2#* }
+  perf "ringtrain train resnet50 bf16 b256, --workers $1" img_per_s "$rate"
+  perf "ringtrain train resnet50 bf16 b256, --workers $1" gpu_util_pct "$util"
+  echo "$rate img/s (GPU $util%)"
 }
 
 stage_resnet50() {
@@ -231,15 +430,18 @@ stage_resnet50() {
   n=$(workers)
   echo "-- bench_train_gpu (on-device data, the loader, the loader with GPU augmentation)"
   within "$BIN/bench_train_gpu" --depth 50 --batch-size 256 --amp bf16 --workers "$n" \
-    --steps 30 --warmup 10 || fail "bench_train_gpu exit $?"
-  on_device=$(grab 'on-device data +([0-9]+) img/s' "$OUT/resnet50.log")
-  echo "$on_device" >"$OUT/resnet50.on_device"
+    --steps 30 --warmup 10 ${BENCH_CACHE:+--conv-algo-cache "$BENCH_CACHE"} ||
+    fail "bench_train_gpu exit $?"
+  bench_perf
+  on_device=$(grab 'on-device data +([0-9]+) img/s' "$LOGS/resnet50.log")
   key "on-device $on_device img/s"
   within "$BIN/ringtrain" data synth --out "$WORK/synth.h5" --train 25600 --test 256 ||
     fail "ringtrain data synth exit $?"
   zero=$(loader_rate 0) || fail "ringtrain train --workers 0 failed"
+  zero=$(loader_perf 0 "$zero")
   key "on-device $on_device img/s; loader, 0 workers: $zero"
   many=$(loader_rate "$n") || fail "ringtrain train --workers $n failed"
+  many=$(loader_perf "$n" "$many")
   key "on-device $on_device img/s; loader, 0 workers: $zero; $n workers: $many"
 }
 
@@ -248,7 +450,7 @@ stage_resnet50() {
 stage_dp() {
   need_bin ringtrain
   # Note: the help is read whole first: grep -q in a pipe would end it early (pipefail).
-  local help data=$WORK/synth.h5
+  local help data=$WORK/synth.h5 rate
   help=$(within "$BIN/ringtrain" train --help 2>&1)
   grep -q -- '--dp-share-device' <<<"$help" ||
     skip "this build's DataParallel has no --dp-share-device"
@@ -258,11 +460,13 @@ stage_dp() {
       fail "ringtrain data synth exit $?"
   fi
   echo "-- ringtrain train --mode dp --devices 2 --dp-share-device (20 steps)"
-  (cd "$WORK" && within "$BIN/ringtrain" train --device cuda --mode dp --devices 2 \
-    --dp-share-device --data "$data" --depth 50 --batch-size 256 --amp bf16 --workers 0 \
-    --steps 20 --no-eval --summary "$OUT/dp_summary.json") ||
+  (cd "$WORK" && train_cuda --mode dp --devices 2 --dp-share-device --data "$data" --depth 50 \
+    --batch-size 256 --amp bf16 --workers 0 --steps 20 --no-eval \
+    --summary "$LOGS/dp_summary.json") ||
     fail "ringtrain train --mode dp exit $?"
-  key "$(grab 'summary: .*, ([0-9.]+) img/s' "$OUT/dp.log") img/s"
+  rate=$(grab 'summary: .*, ([0-9.]+) img/s' "$LOGS/dp.log")
+  perf "ringtrain train --mode dp, 2 replicas on 1 GPU, resnet50 bf16 b256" img_per_s "$rate"
+  key "$rate img/s"
 }
 
 stage_pytorch() {
@@ -273,11 +477,14 @@ print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN",
     skip "PyTorch sees no CUDA device"
   within python3 "$ROOT/bench/pytorch_train_gpu.py" --depth 50 --batch-size 256 --steps 30 \
     --warmup 10 || fail "pytorch_train_gpu.py exit $?"
-  local eager ours
-  eager=$(grab 'eager .*: +([0-9]+) img/s' "$OUT/pytorch.log")
-  ours=$(cat "$OUT/resnet50.on_device" 2>/dev/null || echo "?")
-  key "eager $eager img/s; ringtrain on-device / eager: $(awk -v a="$ours" -v b="$eager" \
-    'BEGIN{if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "?"}')"
+  local eager ours ratio
+  eager=$(grab 'eager .*: +([0-9]+) img/s' "$LOGS/pytorch.log")
+  ours=$(perf_value resnet50 "bench_train_gpu resnet50 bf16 b256, on-device data" img_per_s)
+  ratio=$(awk -v a="$ours" -v b="$eager" \
+    'BEGIN{if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "?"}')
+  perf "pytorch eager resnet50 bf16 b256 channels_last" img_per_s "$eager"
+  perf "ringtrain on-device / pytorch eager, resnet50 bf16 b256" ratio "$ratio"
+  key "eager $eager img/s; ringtrain on-device / eager: $ratio"
 }
 
 stage_mpi() {
@@ -285,40 +492,132 @@ stage_mpi() {
   command -v mpirun >/dev/null || skip "no mpirun on this machine"
   echo "-- mpirun -np 1 ringtrain train --device cuda (20 steps)"
   (cd "$WORK" && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 within mpirun -np 1 \
-    "$BIN/ringtrain" train --device cuda --depth 18 --steps 20 --amp bf16 --no-eval \
-    --synth-path "$WORK/mpi_synthetic.h5") || fail "mpirun -np 1 ringtrain train exit $?"
-  key "$(grab 'summary: .*, ([0-9.]+) img/s' "$OUT/mpi.log") img/s"
+    "$BIN/ringtrain" train --device cuda ${TRAIN_CACHE:+--conv-algo-cache "$TRAIN_CACHE"} \
+    --depth 18 --steps 20 --amp bf16 --no-eval --synth-path "$WORK/mpi_synthetic.h5") ||
+    fail "mpirun -np 1 ringtrain train exit $?"
+  local rate
+  rate=$(grab 'summary: .*, ([0-9.]+) img/s' "$LOGS/mpi.log")
+  perf "mpirun -np 1 ringtrain train resnet18 bf16 b256" img_per_s "$rate"
+  key "$rate img/s"
+}
+
+# ---- the outputs ---------------------------------------------------------------------------------
+
+# Appends one result line (tabs and line ends in it made spaces) and shows it.
+record() {
+  local result=${2//[$'\t\n']/ } key=${3//[$'\t\n']/ }
+  printf '%s\t%s\t%s\t%s\n' "$1" "$result" "$key" "$4" >>"$OUT/results.tsv"
+  printf '== %-9s %-40s %s (%s s)\n' "$1" "$result" "$key" "$4"
+}
+
+# The commit the binaries were built from: the bundle's COMMIT (pack.sh writes it; the copy on
+# the GPU machine has no .git), else git's, else "unknown".
+commit_id() {
+  if [ -s "$ROOT/build-gpu/bundle/COMMIT" ]; then
+    head -1 "$ROOT/build-gpu/bundle/COMMIT"
+  else
+    git -C "$ROOT" describe --always --dirty --abbrev=12 2>/dev/null || echo unknown
+  fi
+}
+
+# A TSV file (header first) as a markdown table, '|' escaped.
+markdown_table() {
+  awk -F'\t' '{
+    gsub(/\|/, "\\|")
+    row = "|"
+    for (i = 1; i <= NF; i++) row = row " " $i " |"
+    print row
+    if (NR == 1) {
+      sep = "|"
+      for (i = 1; i <= NF; i++) sep = sep "---|"
+      print sep
+    }
+  }' "$1"
+}
+
+# summary.md: what ran where, the results so far, the throughput figures. Rewritten after every
+# stage, so that a check killed at any point leaves it.
+write_summary() {
+  local recorded status=finished
+  recorded=$(($(wc -l <"$OUT/results.tsv") - 1))
+  if [ "$recorded" -lt ${#STAGES[@]} ]; then
+    status="running: $recorded of ${#STAGES[@]} stages recorded"
+  fi
+  {
+    echo "# GPU check, $(date -u '+%F %H:%M UTC')"
+    echo
+    echo "- device: $DEVICE"
+    echo "- command: tests/gpu/device_check.sh $ARGS"
+    echo "- commit: $COMMIT"
+    echo "- status: $status"
+    echo
+    sed "1s/\tkey\t/\tkey number\t/" "$OUT/results.tsv" | markdown_table /dev/stdin
+    if [ "$(wc -l <"$OUT/perf.tsv")" -gt 1 ]; then
+      echo
+      echo "## Throughput"
+      echo
+      markdown_table "$OUT/perf.tsv"
+    fi
+    echo
+    echo "total: $((SECONDS - CHECK_START)) s; logs: logs.tgz"
+  } >"$WORK/summary.md" && mv -f "$WORK/summary.md" "$OUT/summary.md"
+}
+
+# logs.tgz: the work folder's logs/ (stage logs, per-test logs, key and result files, metrics,
+# the algorithm cache), replaced whole. Should it pass what the machine returns, the per-test
+# logs of passed tests are left out, saying so.
+pack_logs() {
+  local part=$WORK/logs.tgz.part
+  tar -C "$WORK" --exclude='*.lock' --exclude='*.tmp' -czf "$part" logs || return
+  if [ "$(stat -c %s "$part")" -gt "$RETURN_LIMIT" ]; then
+    echo "logs.tgz was over $RETURN_LIMIT bytes: passed tests' logs left out" >"$LOGS/PACKING"
+    awk -F'\t' 'NR > 1 && $2 == 0 { gsub("/", "_", $1); print "logs/tests/" $1 ".log" }' \
+      "$OUT/gpu_tests.tsv" >"$WORK/pack.exclude"
+    tar -C "$WORK" --exclude='*.lock' --exclude='*.tmp' -X "$WORK/pack.exclude" -czf "$part" logs
+  fi
+  mv -f "$part" "$OUT/logs.tgz"
+}
+
+# The six outputs, empty but for their headers, before any stage runs.
+start_outputs() {
+  local file
+  for file in "${OUT_FILES[@]}"; do rm -f "$OUT/$file"; done
+  printf 'stage\tresult\tkey\tseconds\n' >"$OUT/results.tsv"
+  printf 'test\texit\tblocking_rerun_exit\tseconds\n' >"$OUT/gpu_tests.tsv"
+  printf 'stage\tconfiguration\tmetric\tvalue\n' >"$OUT/perf.tsv"
+  printf 'shape\tmodels\tdtype\tlayout\tpass\tmethod\talgorithms\n' >"$OUT/cudnn_algos.tsv"
+  write_summary
+  pack_logs
 }
 
 # ---- the driver ----------------------------------------------------------------------------------
 
-# Appends one result line and shows it.
-record() {
-  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$OUT/results.tsv"
-  printf '== %-9s %-40s %s (%s s)\n' "$1" "$2" "$3" "$4"
-}
-
-# run_stage NAME DEADLINE CMD...: CMD under a hard deadline, its output in $OUT/NAME.log, its
-# result appended to results.tsv at once.
+# run_stage NAME DEADLINE: the stage under a hard deadline (cut to what CHECK_LIMIT leaves), its
+# output in logs/NAME.log; its result appended to results.tsv, summary.md and logs.tgz at once.
 run_stage() {
-  local name=$1 deadline=$2 start=$SECONDS rc result
-  shift 2
-  rm -f "$OUT/$name.key" "$OUT/$name.result"
+  local name=$1 deadline=$2 start=$SECONDS rc result left
+  left=$((CHECK_LIMIT - (SECONDS - CHECK_START) - KILL_MARGIN))
+  if [ "$left" -lt 5 ]; then
+    record "$name" "skipped: no time left (the check ends by $CHECK_LIMIT s)" - 0
+    return
+  fi
+  [ "$left" -ge "$deadline" ] || deadline=$left
+  rm -f "$LOGS/$name.key" "$LOGS/$name.result"
   echo "== $name: running (deadline $deadline s)"
-  STAGE_NAME=$name STAGE_DEADLINE=$deadline timeout --kill-after=2 "$deadline" "$@" \
-    >"$OUT/$name.log" 2>&1
+  STAGE_NAME=$name STAGE_DEADLINE=$deadline timeout --kill-after=$KILL_MARGIN "$deadline" \
+    bash "$SELF" --stage "$name" >"$LOGS/$name.log" 2>&1
   rc=$?
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     result="FAIL: deadline $deadline s"
-  elif [ -f "$OUT/$name.result" ]; then
-    result=$(head -1 "$OUT/$name.result")
+  elif [ -f "$LOGS/$name.result" ]; then
+    result=$(head -1 "$LOGS/$name.result")
   elif [ "$rc" -eq 0 ]; then
     result=ok
   else
     result="FAIL: exit $rc"
   fi
-  tail -n 8 "$OUT/$name.log" | sed 's/^/   | /'
-  record "$name" "$result" "$(cat "$OUT/$name.key" 2>/dev/null || echo -)" $((SECONDS - start))
+  tail -n 8 "$LOGS/$name.log" | sed 's/^/   | /'
+  record "$name" "$result" "$(cat "$LOGS/$name.key" 2>/dev/null || echo -)" $((SECONDS - start))
 }
 
 # Extracts the bundle (or finds a build) and sets BIN and LD_LIBRARY_PATH for the stages.
@@ -326,9 +625,13 @@ prepare_binaries() {
   local dir site
   if [ -n "${DEVICE_CHECK_BIN:-}" ]; then
     BIN=$(cd "$DEVICE_CHECK_BIN" && pwd) || BIN=$DEVICE_CHECK_BIN
-  elif [ -f "$ROOT/build-gpu/bundle.tar.gz" ]; then
-    timeout 60 tar -C "$ROOT/build-gpu" -xzf "$ROOT/build-gpu/bundle.tar.gz" ||
-      echo "device_check: cannot unpack build-gpu/bundle.tar.gz"
+  elif [ -f "$ROOT/build-gpu/bundle.tar.xz" ]; then
+    rm -rf "$ROOT/build-gpu/bundle" # no stale COMMIT or binaries from an older bundle
+    # Python's tarfile reads xz where the machine's tar has no xz program to call.
+    timeout 30 tar -C "$ROOT/build-gpu" -xJf "$ROOT/build-gpu/bundle.tar.xz" ||
+      timeout 60 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+        "$ROOT/build-gpu/bundle.tar.xz" "$ROOT/build-gpu" ||
+      echo "device_check: cannot unpack build-gpu/bundle.tar.xz"
     BIN="$ROOT/build-gpu/bundle/bin"
     # The bundle's Open MPI (mpirun, orted, plugins) relocated, its libraries and the wheels'.
     # shellcheck disable=SC1091  # written by pack.sh into the unpacked bundle
@@ -352,9 +655,26 @@ prepare_binaries() {
   export LD_LIBRARY_PATH BIN
   # Note: the bundle's libstdc++ only where the machine's own is too old for the binaries.
   if [ -d "$ROOT/build-gpu/bundle/lib-fallback" ] &&
-    ! timeout 20 "$BIN/ringtrain_gpu_tests" --gtest_list_tests >/dev/null 2>&1; then
+    ! timeout 10 "$BIN/ringtrain_gpu_tests" --gtest_list_tests >/dev/null 2>&1; then
     export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$ROOT/build-gpu/bundle/lib-fallback"
   fi
+}
+
+yes_no() { if [ -n "$1" ]; then echo yes; else echo no; fi; }
+
+# Which of the newer flags this build's binaries take, read from their --help (read whole: grep
+# -q in a pipe could end it early under pipefail). A flag a binary lacks is left out.
+detect_flags() {
+  local help
+  TRAIN_CACHE="" BENCH_CACHE="" NO_FINAL_CHECKPOINT=""
+  help=$(timeout 10 "$BIN/ringtrain" train --help 2>&1)
+  grep -q -- '--conv-algo-cache' <<<"$help" && TRAIN_CACHE=$RINGTRAIN_CONV_ALGO_CACHE
+  grep -q -- '--no-final-checkpoint' <<<"$help" && NO_FINAL_CHECKPOINT=--no-final-checkpoint
+  help=$(timeout 10 "$BIN/bench_train_gpu" --help 2>&1)
+  grep -q -- '--conv-algo-cache' <<<"$help" && BENCH_CACHE=$RINGTRAIN_CONV_ALGO_CACHE
+  export TRAIN_CACHE BENCH_CACHE NO_FINAL_CHECKPOINT
+  echo "device_check: --conv-algo-cache: ringtrain train $(yes_no "$TRAIN_CACHE")," \
+    "bench_train_gpu $(yes_no "$BENCH_CACHE"); cache $RINGTRAIN_CONV_ALGO_CACHE"
 }
 
 # Stops with exit 3 where there is no GPU: nothing a stage could do there.
@@ -365,36 +685,33 @@ require_gpu() {
       "(--dry-run checks the script alone)" >&2
     exit 3
   fi
-  gpus=$(timeout 30 nvidia-smi -L 2>&1)
+  gpus=$(timeout 15 nvidia-smi -L 2>&1)
   if ! grep -q '^GPU ' <<<"$gpus"; then
     echo "device_check: error: no GPU here: nvidia-smi -L says: ${gpus:-nothing}" \
       "(--dry-run checks the script alone)" >&2
     exit 3
   fi
-  DEVICE=$(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total \
+  DEVICE=$(timeout 15 nvidia-smi --query-gpu=name,driver_version,memory.total \
     --format=csv,noheader 2>/dev/null | head -1)
-}
-
-# The table of results.tsv, as markdown, to stdout and summary.md.
-write_summary() {
-  {
-    echo "# GPU check, $(date -u '+%F %H:%M UTC')"
-    echo
-    echo "- device: $DEVICE"
-    echo "- command: tests/gpu/device_check.sh $ARGS"
-    echo "- commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    echo
-    echo "| stage | result | key number | seconds |"
-    echo "|---|---|---|---|"
-    tail -n +2 "$OUT/results.tsv" | awk -F'\t' '{printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4}'
-    echo
-    echo "total: $((SECONDS - CHECK_START)) s"
-  } | tee "$OUT/summary.md"
 }
 
 usage() {
   echo "usage: device_check.sh [--dry-run] [--only STAGE[,STAGE...]]   stages: ${STAGES[*]%%:*}" >&2
   exit 2
+}
+
+# The work folder: logs/ (what logs.tgz holds, the algorithm cache among it) and the datasets.
+# It is removed only after the last logs.tgz is written.
+make_work() {
+  WORK=$(mktemp -d) || { echo "device_check: error: mktemp -d failed" >&2; exit 2; }
+  trap 'rm -rf "$WORK"' EXIT
+  LOGS=$WORK/logs
+  mkdir -p "$LOGS"
+  # One cache for every stage: ringtrain_gpu_tests reads the variable, ringtrain train and
+  # bench_train_gpu get --conv-algo-cache (detect_flags).
+  RINGTRAIN_CONV_ALGO_CACHE=$LOGS/conv_algo_cache.json
+  TRAIN_CACHE="" BENCH_CACHE="" NO_FINAL_CHECKPOINT=""
+  export WORK LOGS RINGTRAIN_CONV_ALGO_CACHE TRAIN_CACHE BENCH_CACHE NO_FINAL_CHECKPOINT
 }
 
 main() {
@@ -424,11 +741,14 @@ main() {
   CHECK_START=$SECONDS
   DEVICE="none (dry run)"
   [ "$dry" -eq 1 ] || require_gpu
-  WORK=$(mktemp -d) || { echo "device_check: error: mktemp -d failed" >&2; exit 2; }
-  trap 'rm -rf "$WORK"' EXIT
-  export WORK
-  [ "$dry" -eq 1 ] || prepare_binaries
-  printf 'stage\tresult\tkey\tseconds\n' >"$OUT/results.tsv"
+  make_work
+  COMMIT=$(commit_id)
+  start_outputs
+  if [ "$dry" -eq 0 ]; then
+    prepare_binaries
+    detect_flags
+    COMMIT=$(commit_id)
+  fi
   for entry in "${STAGES[@]}"; do
     name=${entry%%:*}
     if [ "$dry" -eq 1 ]; then
@@ -436,11 +756,13 @@ main() {
     elif [ -n "$only" ] && [[ $only != *",$name,"* ]]; then
       record "$name" "skipped: not in --only" - 0
     else
-      run_stage "$name" "${entry#*:}" bash "$SELF" --stage "$name"
+      run_stage "$name" "${entry#*:}"
     fi
+    write_summary
+    pack_logs
   done
   echo
-  write_summary
+  cat "$OUT/summary.md"
   ! cut -f2 "$OUT/results.tsv" | grep -q '^FAIL'
 }
 

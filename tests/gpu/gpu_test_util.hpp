@@ -34,10 +34,13 @@ inline bool gpu_required() {
     }                                                                                         \
   } while (0)
 
+// Note: RINGTRAIN_CONV_ALGO_CACHE names a conv algorithm cache file for the tests' backends, so
+// the GPU check's test processes share cuDNN's searches instead of each running its own.
 inline std::unique_ptr<Backend> gpu_backend(DType compute, bool deterministic = false) {
   CudaOptions o;
   o.compute = compute;
   o.deterministic = deterministic;
+  if (const char* cache = std::getenv("RINGTRAIN_CONV_ALGO_CACHE")) o.conv_algo_cache = cache;
   return make_cuda_backend(o);
 }
 
@@ -60,6 +63,13 @@ inline Tensor rounded(const Tensor& host, DType dtype) {
   Tensor out = Tensor::zeros(host.shape(), DType::f32);
   for (int64_t i = 0; i < host.numel(); ++i)
     out.data<float>()[i] = round_to(dtype, host.data<float>()[i]);
+  return out;
+}
+
+// The host f32 tensor times k: what a gradient that accumulates holds after k passes.
+inline Tensor times(const Tensor& host, float k) {
+  Tensor out = Tensor::zeros(host.shape(), DType::f32);
+  for (int64_t i = 0; i < host.numel(); ++i) out.data<float>()[i] = k * host.data<float>()[i];
   return out;
 }
 

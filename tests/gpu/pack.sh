@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what the GPU check runs (no GPU needed, only the CUDA toolkit) and packs it into
-# build-gpu/bundle.tar.gz for a bare GPU machine (a driver and Python with PyTorch; no MPI, HDF5,
+# build-gpu/bundle.tar.xz for a bare GPU machine (a driver and Python with PyTorch; no MPI, HDF5,
 # oneDNN or OpenBLAS): the binaries, every shared library they need except glibc's and CUDA's,
 # and Open MPI's runtime (mpirun, orted, its plugins, help texts and settings, PMIx's plugins).
 # The CUDA libraries (cuDNN, cuBLAS, NCCL) stay out: `source bundle/env.sh` takes them from
@@ -23,7 +23,7 @@ cmake --build build-pack -j "$(nproc)" \
   --target ringtrain_gpu_tests bench_train_gpu cudnn_probe ringtrain
 
 stage=build-gpu/bundle
-rm -rf "$stage" build-gpu/bundle.tar.gz
+rm -rf "$stage" build-gpu/bundle.tar.xz
 mkdir -p "$stage"/{bin,lib/openmpi,lib/pmix,lib-fallback,share/openmpi,share/pmix,etc}
 
 # ompi_path NAME: one of Open MPI's install folders (bindir, pkglibdir, pkgdatadir, sysconfdir).
@@ -85,6 +85,17 @@ cp build-pack/ringtrain build-pack/tests/{ringtrain_gpu_tests,cudnn_probe} \
 carry_open_mpi
 carry_libraries
 cp tests/gpu/bundle_env.sh "$stage/env.sh"
-tar -C build-gpu -czf build-gpu/bundle.tar.gz bundle
+# The commit the binaries come from, for device_check.sh's summary: the copy of the tree on the
+# GPU machine has no .git.
+{ git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown; } >"$stage/COMMIT"
+# Note: xz, not gzip: the bundle travels with the CIFAR-10 tarball (19 MB) in the lent machine's
+# 64 MiB, and oneDNN, OpenBLAS and ICU's data (libarchive's libxml2) compress to 31 MB in xz
+# against 54 MB in gzip.
+tar -C build-gpu -cf - bundle | xz -T0 -6 >build-gpu/bundle.tar.xz
 rm -rf "$stage"
-echo "pack: build-gpu/bundle.tar.gz ($(du -h build-gpu/bundle.tar.gz | cut -f1))"
+echo "pack: build-gpu/bundle.tar.xz ($(du -h build-gpu/bundle.tar.xz | cut -f1))"
+carried=$(du -cb build-gpu/bundle.tar.xz build-gpu/cifar10.tar.gz 2>/dev/null | tail -1 | cut -f1)
+if [ "$carried" -gt $((60 << 20)) ]; then
+  echo "pack: warning: build-gpu/ carries $((carried >> 20)) MiB; with the working tree it must" \
+    "stay under the GPU machine's 64 MiB"
+fi

@@ -1,6 +1,8 @@
 // Each CUDA op against the CPU backend on fresh random inputs, in f32 (within 1e-4 of the
-// largest value) and in bf16 (within 1e-2), the CPU seeing the inputs rounded to the GPU's
-// dtype. Skipped, with the reason, where there is no GPU.
+// largest value) and in bf16 and f16 (within 1e-2), the CPU seeing the inputs rounded to the
+// GPU's dtype. The parameter gradients (conv dw, batch-norm dgamma and dbeta, classifier dW and
+// db) run twice without zeroing and must hold twice the gradient: they accumulate, the other
+// outputs are overwritten. Skipped, with the reason, where there is no GPU.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,6 +18,7 @@ using test::download;
 using test::max_rel_diff;
 using test::random_f32;
 using test::rounded;
+using test::times;
 using test::tolerance;
 using test::upload;
 
@@ -49,17 +52,15 @@ class CudaOps : public ::testing::TestWithParam<DType> {
   void expect_close(const Tensor& dev, const Tensor& want, const char* what) {
     EXPECT_LE(max_rel_diff(download(*gpu_, dev), want), tolerance(dtype())) << what;
   }
+  void check_convolutions(const std::vector<ConvGeometry>& geometries);
 
   CpuBackend cpu_{2};
   std::unique_ptr<Backend> gpu_;
   std::mt19937_64 rng_{42};
 };
 
-TEST_P(CudaOps, ConvolutionForwardAndBothBackwardPasses) {
-  const ConvGeometry geometries[] = {{4, 16, 8, 8, 32, 3, 3, 1, 1},
-                                     {4, 32, 8, 8, 64, 1, 1, 2, 0},
-                                     {2, 16, 9, 9, 16, 3, 3, 2, 1},
-                                     {2, 3, 16, 16, 16, 7, 7, 2, 3}};
+// The three passes of each convolution on gpu_ against the CPU; the filter gradient twice.
+void CudaOps::check_convolutions(const std::vector<ConvGeometry>& geometries) {
   for (const ConvGeometry& g : geometries) {
     SCOPED_TRACE(g.str());
     auto [x, dx_dev] = input({g.n, g.c, g.h, g.w});
@@ -78,7 +79,26 @@ TEST_P(CudaOps, ConvolutionForwardAndBothBackwardPasses) {
     expect_close(y_dev, y, "forward");
     expect_close(grad_x, dx, "backward data");
     expect_close(grad_w, dw, "backward filter");
+    gpu_->conv_backward_filter(g, dx_dev, dy_dev, grad_w);
+    expect_close(grad_w, times(dw, 2), "backward filter, accumulated twice");
   }
+}
+
+TEST_P(CudaOps, ConvolutionForwardAndBothBackwardPasses) {
+  check_convolutions({{4, 16, 8, 8, 32, 3, 3, 1, 1},
+                      {4, 32, 8, 8, 64, 1, 1, 2, 0},
+                      {2, 16, 9, 9, 16, 3, 3, 2, 1},
+                      {2, 3, 16, 16, 16, 7, 7, 2, 3}});
+}
+
+// The zero-padded input channels, which the backend takes only where cuDNN has no algorithm
+// for the real count, forced, so that they run on every GPU.
+TEST_P(CudaOps, ConvolutionWithItsInputChannelsZeroPaddedMatchesTheCpu) {
+  CudaOptions o;
+  o.compute = dtype();
+  o.force_padded_channels = true;
+  gpu_ = make_cuda_backend(o);
+  check_convolutions({{2, 3, 16, 16, 16, 7, 7, 2, 3}, {2, 5, 8, 8, 8, 3, 3, 1, 1}});
 }
 
 TEST_P(CudaOps, BatchNormTrainEvalAndBackwardWithAndWithoutRelu) {
@@ -123,6 +143,12 @@ TEST_P(CudaOps, BatchNormTrainEvalAndBackwardWithAndWithoutRelu) {
     expect_close(dx_dev, dx, "backward dx");
     expect_close(dg_dev, dgamma, "backward dgamma");
     expect_close(db_dev, dbeta, "backward dbeta");
+    gpu_->batch_norm_backward_from_sums(x_dev, dy_dev, g_dev, b_dev, mean_dev, invstd_dev, relu,
+                                        gs_dev, gs_dev, double(x.numel() / c), dx_dev, dg_dev,
+                                        db_dev);
+    expect_close(dx_dev, dx, "backward dx, overwritten");
+    expect_close(dg_dev, times(dgamma, 2), "backward dgamma, accumulated twice");
+    expect_close(db_dev, times(dbeta, 2), "backward dbeta, accumulated twice");
 
     cpu_.batch_norm_forward_eval(x, gamma, beta, rm, rv, 1e-5f, relu, y);
     gpu_->batch_norm_forward_eval(x_dev, g_dev, b_dev, rm_dev, rv_dev, 1e-5f, relu, y_dev);
@@ -194,6 +220,10 @@ TEST_P(CudaOps, LinearForwardAndBackward) {
   expect_close(dx_dev, dx, "dx");
   expect_close(dw_dev, dw, "dw");
   expect_close(db_dev, db, "db");
+  gpu_->linear_backward(x_dev, w_dev, dy_dev, &dx_dev, dw_dev, db_dev);
+  expect_close(dx_dev, dx, "dx, overwritten");
+  expect_close(dw_dev, times(dw, 2), "dw, accumulated twice");
+  expect_close(db_dev, times(db, 2), "db, accumulated twice");
 }
 
 TEST_P(CudaOps, SoftmaxCrossEntropyAccuracyAndBadLabels) {
@@ -203,15 +233,15 @@ TEST_P(CudaOps, SoftmaxCrossEntropyAccuracyAndBadLabels) {
   Tensor labels_dev = gpu_->zeros({16}, DType::i32);
   gpu_->copy(labels, labels_dev);
   Tensor d = Tensor::zeros(logits.shape(), DType::f32), d_dev = gpu_->zeros(d.shape(), dtype());
-  const double want = cpu_.softmax_cross_entropy(logits, labels, 0.1f, &d);
-  const double got = gpu_->softmax_cross_entropy(logits_dev, labels_dev, 0.1f, &d_dev);
+  const double want = cpu_.softmax_cross_entropy(logits, labels, 0.1f, &d, 1.0);
+  const double got = gpu_->softmax_cross_entropy(logits_dev, labels_dev, 0.1f, &d_dev, 1.0);
   EXPECT_NEAR(got, want, 1e-5 * std::abs(want));
   expect_close(d_dev, d, "dlogits");
   EXPECT_EQ(gpu_->count_correct(logits_dev, labels_dev), cpu_.count_correct(logits, labels));
 
   labels.data<int>()[5] = 10;
   gpu_->copy(labels, labels_dev);
-  EXPECT_THROW(gpu_->softmax_cross_entropy(logits_dev, labels_dev, 0.0f, nullptr), Error);
+  EXPECT_THROW(gpu_->softmax_cross_entropy(logits_dev, labels_dev, 0.0f, nullptr, 1.0), Error);
 }
 
 TEST_P(CudaOps, ElementwiseOps) {
@@ -287,7 +317,7 @@ TEST_P(CudaOps, AugmentWritesWhatTheLoaderThreadsWrite) {
   EXPECT_EQ(max_rel_diff(download(*gpu_, out), rounded(want, dtype())), 0.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::bf16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::bf16, DType::f16),
                          [](const auto& info) { return dtype_name(info.param); });
 
 }  // namespace

@@ -45,7 +45,7 @@ struct TinyNet {
     conv.forward(backend, x, features);
     backend.global_avg_pool_forward(features, pooled);
     fc.forward(backend, pooled, logits);
-    const double loss = backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits);
+    const double loss = backend.softmax_cross_entropy(logits, labels, 0.0f, &dlogits, 1.0);
     backend.scale(dlogits, grad_scale);
     fc.backward(backend, pooled, dlogits, &dpooled);
     backend.global_avg_pool_backward(dpooled, dfeatures);

@@ -67,7 +67,7 @@ LossResult cpu_reference(const Batch& b) {
   Tensor dlogits = Tensor::zeros(logits.shape(), DType::f32);
   std::copy(b.logits.begin(), b.logits.end(), logits.data<float>());
   std::copy(b.labels.begin(), b.labels.end(), labels.data<int>());
-  const double loss = cpu.softmax_cross_entropy(logits, labels, kSmoothing, &dlogits);
+  const double loss = cpu.softmax_cross_entropy(logits, labels, kSmoothing, &dlogits, 1.0);
   const float* d = dlogits.data<float>();
   return {loss, std::vector<float>(d, d + dlogits.numel()), cpu.count_correct(logits, labels)};
 }
@@ -80,15 +80,16 @@ void run(const Body& body, int64_t n, GridOf grid) {
 // The CUDA backend's launches in T: the rows, their ordered sums, the label check. The loss is
 // divided by n on the host, as the backend does.
 template <class T>
-LossResult body_run(const Batch& b, GridOf grid, int* bad_row = nullptr) {
+LossResult body_run(const Batch& b, GridOf grid, int* bad_row = nullptr, double grad_scale = 1.0,
+                    double smoothing = kSmoothing) {
   const std::vector<T> logits = test::to_elements<T>(b.logits);
   std::vector<T> dlogits(logits.size());
   std::vector<double> row_loss(static_cast<std::size_t>(b.n));
   std::vector<int> row_correct(static_cast<std::size_t>(b.n));
   double total = -1;
   int correct = -1, bad = -1;
-  run(kernels::SoftmaxCrossEntropyRow<T>{logits.data(), b.labels.data(), b.n, b.classes, kSmoothing,
-                                         dlogits.data(), row_loss.data()},
+  run(kernels::SoftmaxCrossEntropyRow<T>{logits.data(), b.labels.data(), b.n, b.classes, smoothing,
+                                         dlogits.data(), grad_scale, row_loss.data()},
       b.n, grid);
   run(kernels::ColumnSums<double, double>{row_loss.data(), b.n, 1, &total}, 1, grid);
   run(kernels::FirstBadLabel{b.labels.data(), b.n, b.classes, &bad}, 1, grid);
@@ -143,6 +144,33 @@ TEST(LossKernels, TotalsAreBitIdenticalWhateverTheGeometry) {
     EXPECT_EQ(other.correct, reference.correct);
     EXPECT_EQ(other.dlogits, reference.dlogits);
   }
+}
+
+// The fp16 loss scale applied inside the kernel, before the rounding to f16: a confident batch
+// of 256 (no label smoothing) whose gradients (p - t) / 256 lie below f16's smallest subnormal
+// (6e-8) keeps every
+// one of them, within an f16 ulp of the exact scaled value; scaling the f16 gradient after the
+// rounding (the order before) loses them.
+TEST(LossKernels, TheFp16LossScaleIsAppliedBeforeTheRoundingToF16) {
+  constexpr int kN = 256, kClasses = 10;
+  constexpr double kScale = 65536;
+  Batch b{kN, kClasses, std::vector<float>(kN * kClasses, 0.f), std::vector<int>(kN)};
+  for (int i = 0; i < kN; ++i) {
+    b.labels[i] = i % kClasses;
+    b.logits[i * kClasses + b.labels[i]] = 12.f + 0.125f * (i % 7);  // f16-exact; p ~6e-6
+  }
+  const LossResult scaled_inside = body_run<test::HostF16>(b, launcher_grid, nullptr, kScale, 0);
+  const LossResult unscaled = body_run<test::HostF16>(b, launcher_grid, nullptr, 1.0, 0);
+  const LossResult exact = body_run<float>(b, launcher_grid, nullptr, kScale, 0);
+  int lost_after = 0;
+  for (std::size_t i = 0; i < exact.dlogits.size(); ++i) {
+    const double want = exact.dlogits[i];
+    ASSERT_NE(want, 0.0);
+    EXPECT_NEAR(scaled_inside.dlogits[i], want, std::abs(want) / 1024) << "element " << i;
+    const float scaled_after = f16_to_float(float_to_f16(unscaled.dlogits[i] * float(kScale)));
+    if (std::abs(scaled_after - want) > std::abs(want) / 1024) ++lost_after;
+  }
+  EXPECT_GT(lost_after, kN * (kClasses - 1) / 2) << "the old order would not have underflowed";
 }
 
 TEST(LossKernels, ABadLabelIsReportedAtItsFirstRow) {

@@ -271,9 +271,10 @@ TEST(Loss, SoftmaxCrossEntropyWithLabelSmoothing) {
       ref += ((1 - eps) * (lse - z.data<double>()[i * k + labels.data<int>()[i]]) + eps * mean) / n;
     }
     Tensor dz = Tensor::zeros(z.shape(), DType::f64);
-    EXPECT_NEAR(backend.softmax_cross_entropy(z, labels, static_cast<float>(eps), &dz), ref, 1e-7);
+    EXPECT_NEAR(backend.softmax_cross_entropy(z, labels, static_cast<float>(eps), &dz, 1.0), ref,
+                1e-7);
     auto loss = [&] {
-      return backend.softmax_cross_entropy(z, labels, static_cast<float>(eps), nullptr);
+      return backend.softmax_cross_entropy(z, labels, static_cast<float>(eps), nullptr, 1.0);
     };
     // float(0.1) is not 0.1: the loss above was computed with the same rounded smoothing.
     EXPECT_LT(max_grad_error<double>(z, dz, loss, kH), kTol);
@@ -284,7 +285,7 @@ TEST(Loss, RejectsLabelsOutOfRange) {
   CpuBackend backend(1);
   Tensor z = Tensor::zeros({2, 3}, DType::f32), labels = Tensor::zeros({2}, DType::i32);
   labels.data<int>()[1] = 3;
-  EXPECT_THROW(backend.softmax_cross_entropy(z, labels, 0, nullptr), Error);
+  EXPECT_THROW(backend.softmax_cross_entropy(z, labels, 0, nullptr, 1.0), Error);
 }
 
 TEST(Accuracy, CountsFirstArgMax) {

@@ -95,9 +95,12 @@ class Ops {
                                Tensor& dw, Tensor& db) = 0;
 
   // Mean softmax cross-entropy over the batch with label smoothing (PyTorch's definition).
-  // Writes the gradient of the mean loss into dlogits when given. labels are i32.
+  // Writes grad_scale x the gradient of the mean loss into dlogits when given. labels are i32.
+  // Note: the scale (the fp16 loss scale) is applied in double before the one rounding to the
+  // dtype of dlogits: scaled after that rounding, an f16 gradient (p - t) / n below 6e-5 would
+  // already have lost its bits as a subnormal, and one below 6e-8 would be 0.
   virtual double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
-                                       Tensor* dlogits) = 0;
+                                       Tensor* dlogits, double grad_scale) = 0;
   // Number of rows whose arg-max (first maximum) equals the label.
   virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) = 0;
 

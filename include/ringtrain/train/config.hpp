@@ -98,6 +98,9 @@ struct TrainConfig {
   int threads = 0;           // CPU backend threads; 0: all hardware threads
   std::string metrics_path;  // per-epoch JSON lines; empty: none
   std::string checkpoint_dir = "runs/checkpoints";
+  // cuda: the file of cuDNN's algorithm searches, shared with later runs; "" (the default):
+  // conv_algos.json in checkpoint_dir; "none": search in every process, keep nothing.
+  std::string conv_algo_cache;
   int64_t checkpoint_every = 0;   // steps between checkpoints; 0: none on a schedule
   double checkpoint_minutes = 0;  // minutes between checkpoints; 0: none on a clock
   int keep_checkpoints = 3;       // the newest ones kept in checkpoint_dir

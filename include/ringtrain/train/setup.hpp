@@ -59,6 +59,9 @@ TrainConfig per_rank_config(TrainConfig c, int world_size);
 // Collective over the node's ranks.
 void use_cpu_share(TrainConfig& c, const World& world);
 
+// The conv algorithm cache file of a run: --conv-algo-cache, by default conv_algos.json in the
+// checkpoint folder; "" for --conv-algo-cache none.
+std::string conv_algo_cache_path(const TrainConfig& c);
 // This rank's backend: the CPU, or the CUDA device of its local rank (see assign_device).
 std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world);
 // --mode dp's backends: one CPU backend per replica (the --threads shared out), or one CUDA

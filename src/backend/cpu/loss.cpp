@@ -12,7 +12,7 @@ namespace {
 // loss_i = (1 - eps) * -log p_{y_i} + eps * mean_j(-log p_j), averaged over the batch.
 template <class T>
 double softmax_cross_entropy(int n, int classes, const T* logits, const int* labels,
-                             double smoothing, T* dlogits) {
+                             double smoothing, T* dlogits, double grad_scale) {
   double total = 0;
   for (int i = 0; i < n; ++i) {
     const T* z = logits + int64_t{i} * classes;
@@ -28,7 +28,7 @@ double softmax_cross_entropy(int n, int classes, const T* logits, const int* lab
     T* d = dlogits + int64_t{i} * classes;
     for (int j = 0; j < classes; ++j) {
       const double target = smoothing / classes + (j == labels[i] ? 1 - smoothing : 0);
-      d[j] = static_cast<T>((std::exp(z[j] - log_sum) - target) / n);
+      d[j] = static_cast<T>((std::exp(z[j] - log_sum) - target) * grad_scale / n);
     }
   }
   return total / n;
@@ -54,7 +54,7 @@ void check_labels(const char* op, const Tensor& logits, const Tensor& labels) {
 }  // namespace
 
 double CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
-                                         float smoothing, Tensor* dlogits) {
+                                         float smoothing, Tensor* dlogits, double grad_scale) {
   check_labels("softmax_cross_entropy", logits, labels);
   if (dlogits) check_same_shape("softmax_cross_entropy", logits, *dlogits);
   double loss = 0;
@@ -62,7 +62,7 @@ double CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& lab
     using T = decltype(tag);
     loss = cpu::softmax_cross_entropy<T>(
         static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1)), logits.data<T>(),
-        labels.data<int>(), smoothing, dlogits ? dlogits->data<T>() : nullptr);
+        labels.data<int>(), smoothing, dlogits ? dlogits->data<T>() : nullptr, grad_scale);
   });
   return loss;
 }

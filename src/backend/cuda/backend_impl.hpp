@@ -5,6 +5,7 @@
 
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/backend/cuda/conv_algo.hpp"
+#include "ringtrain/backend/cuda/conv_algo_cache.hpp"
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/cuda/cuda_check.hpp"
 #include "ringtrain/core/block_cache.hpp"
@@ -79,7 +80,7 @@ class CudaBackend final : public Backend {
                        Tensor& db) override;
 
   double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
-                               Tensor* dlogits) override;
+                               Tensor* dlogits, double grad_scale) override;
   int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
   bool all_finite(const Tensor& t) override;
 
@@ -124,6 +125,7 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   std::shared_ptr<BlockCache> memory_;
   ConvAlgoCache algos_;
+  std::unique_ptr<ConvAlgoFile> algo_file_;  // null: searches are not kept
   Tensor workspace_;
   std::vector<DecayRun> sgd_runs_;  // what sgd_runs_device_ holds
   Tensor sgd_runs_device_;

@@ -1,29 +1,36 @@
 #include "ringtrain/backend/cuda/cuda_check.hpp"
 
+#include <atomic>
 #include <cstdio>
 
 namespace ringtrain::cuda {
 namespace {
-std::string context = "rank 0, cuda:?";
-}
+// Note: one process may drive several devices (DataParallel: one host thread per replica), so
+// the device an error names is the one the failing thread last bound; a thread that bound none
+// names the process's rank only.
+std::atomic<int> process_rank{0};
+thread_local std::string thread_context;
+}  // namespace
 
 void set_error_context(int rank, int device) {
-  context = str_cat("rank ", rank, ", cuda:", device);
+  thread_context = str_cat("rank ", rank, ", cuda:", device);
+  process_rank = rank;
 }
 
-const std::string& error_context() {
-  return context;
+std::string error_context() {
+  return thread_context.empty() ? str_cat("rank ", process_rank.load(), ", cuda:?")
+                                : thread_context;
 }
 
 void throw_error(const char* library, const char* call, const char* message, int code) {
-  throw Error(
-      str_cat(library, " error on ", context, ": ", call, " returned ", code, " (", message, ")"));
+  throw Error(str_cat(library, " error on ", error_context(), ": ", call, " returned ", code, " (",
+                      message, ")"));
 }
 
 void warn_on_error(cudaError_t code, const char* call) {
   if (code != cudaSuccess)
     std::fprintf(stderr, "ringtrain: warning: CUDA error on %s: %s returned %d (%s)\n",
-                 context.c_str(), call, static_cast<int>(code), cudaGetErrorString(code));
+                 error_context().c_str(), call, static_cast<int>(code), cudaGetErrorString(code));
 }
 
 }  // namespace ringtrain::cuda

@@ -1,6 +1,7 @@
 // Convolutions through cuDNN in NHWC (filters KRSC), accumulating in f32. The algorithm of each
 // pass is searched for once per geometry and dtype (cudnnFind*, or the heuristics in
-// deterministic mode), chosen by pick_conv_algo under the workspace limit, and cached. A
+// deterministic mode), chosen by pick_conv_algo under the workspace limit, and cached: in the
+// process, and in the conv algorithm cache file for the processes after it. A
 // convolution whose input channels have no algorithm runs with them zero-padded.
 #include "backend_impl.hpp"
 #include "launch.cuh"
@@ -123,27 +124,39 @@ std::vector<ConvCandidate> CudaBackend::conv_candidates(ConvPass pass, const Con
       break;
     }
   }
-  if (status == CUDNN_STATUS_NOT_SUPPORTED) return {};
+  // Note: cuDNN 9 refuses some NHWC geometries (3 input channels in bf16, say) with BAD_PARAM
+  // rather than NOT_SUPPORTED; either means "no algorithm here", and the caller pads.
+  if (status == CUDNN_STATUS_NOT_SUPPORTED || status == CUDNN_STATUS_BAD_PARAM) return {};
   check(status, heuristic ? "cudnnGetConvolution*Algorithm_v7" : "cudnnFindConvolution*Algorithm");
   return found;
 }
 
+// Note: the measured search (cudnnFind*) runs every algorithm of the pass, about 70 searches
+// for a ResNet-50, seconds of every process's start-up; the file of options_.conv_algo_cache
+// keeps them for the next process on the same GPU model and cuDNN. The heuristic choice of
+// deterministic mode is cheap and is not kept.
 ConvChoice CudaBackend::conv_algo(const ConvKey& key) {
   const auto cached = algos_.find(key);
   if (cached != algos_.end()) return cached->second;
   const std::size_t limit = options_.workspace_mb << 20;
-  std::optional<ConvChoice> choice;
-  const std::optional<int> channels = first_supported(channels_to_try(key.g.c), [&](int c) {
-    ConvGeometry g = key.g;
-    g.c = c;
-    choice = pick_conv_algo(conv_candidates(key.pass, g, key.dtype), limit, options_.deterministic);
-    return choice.has_value();
-  });
-  RT_CHECK(channels, "cuDNN: no ", options_.deterministic ? "deterministic " : "",
+  const auto search = [&]() -> std::optional<ConvChoice> {
+    std::optional<ConvChoice> choice;
+    std::vector<int> tried = channels_to_try(key.g.c);
+    if (options_.force_padded_channels && tried.size() > 1) tried.erase(tried.begin());
+    const std::optional<int> channels = first_supported(tried, [&](int c) {
+      choice = pick_conv_algo(conv_candidates(key.pass, with_channels(key.g, c), key.dtype), limit,
+                              options_.deterministic);
+      return choice.has_value();
+    });
+    if (choice) choice->channels = *channels;
+    return choice;
+  };
+  const std::optional<ConvChoice> choice =
+      options_.deterministic ? search() : find_or_search(algo_file_.get(), key, limit, search);
+  RT_CHECK(choice, "cuDNN: no ", options_.deterministic ? "deterministic " : "",
            conv_pass_name(key.pass), " algorithm for convolution ", key.g.str(), " in ",
            dtype_name(key.dtype), ", even with the input channels zero-padded to 4 or 8",
            options_.deterministic ? "; run without --deterministic" : "");
-  choice->channels = *channels;
   algos_.emplace(key, *choice);
   return *choice;
 }

@@ -13,7 +13,7 @@ std::optional<ConvChoice> pick_conv_algo(const std::vector<ConvCandidate>& candi
   }
   if (!best) best = smallest;
   if (!best) return std::nullopt;
-  return ConvChoice{best->algo, best->math_type, best->workspace, 0};
+  return ConvChoice{best->algo, best->math_type, best->workspace, 0, best->time_ms};
 }
 
 std::vector<int> channels_to_try(int c) {

@@ -83,6 +83,13 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
   RT_CUDA_CHECK(cudaMallocHost(&host_scalar_, sizeof(double)));
   memory_ = std::make_shared<BlockCache>(raw_device_alloc,
                                          [](void* p) { warn_on_error(cudaFree(p), "cudaFree"); });
+  if (!options.conv_algo_cache.empty() && !options.deterministic) {
+    cudaDeviceProp prop{};
+    RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+    const ConvAlgoContext context{prop.name, static_cast<int>(cudnnGetVersion())};
+    algo_file_ = std::make_unique<ConvAlgoFile>(options.conv_algo_cache, context,
+                                                warn_on_rank0(options.rank));
+  }
 }
 
 CudaBackend::~CudaBackend() {
@@ -210,6 +217,7 @@ void CudaBackend::synchronize() {
 }
 
 void CudaBackend::bind_thread() {
+  set_error_context(options_.rank, options_.device);
   RT_CUDA_CHECK(cudaSetDevice(options_.device));
 }
 

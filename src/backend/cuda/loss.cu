@@ -18,7 +18,7 @@ void launch_row_sum(const char* op, const V* values, int n, V* total, cudaStream
 }  // namespace
 
 double CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
-                                          float smoothing, Tensor* dlogits) {
+                                          float smoothing, Tensor* dlogits, double grad_scale) {
   const char* op = "softmax_cross_entropy";
   check_logits(op, logits, labels);
   if (dlogits) check_same_shape(op, logits, *dlogits);
@@ -30,8 +30,14 @@ double CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& la
   dispatch_float(op, logits, [&](auto tag) {
     using T = decltype(tag);
     T* grad = dlogits ? static_cast<T*>(dlogits->raw()) : nullptr;
-    const kernels::SoftmaxCrossEntropyRow<T> body{
-        static_cast<const T*>(logits.raw()), label, n, classes, smoothing, grad, row_loss_p};
+    const kernels::SoftmaxCrossEntropyRow<T> body{static_cast<const T*>(logits.raw()),
+                                                  label,
+                                                  n,
+                                                  classes,
+                                                  smoothing,
+                                                  grad,
+                                                  grad_scale,
+                                                  row_loss_p};
     launch_grid_stride(op, body, n, compute_);
   });
   launch_row_sum(op, static_cast<const double*>(row_loss_p), n, static_cast<double*>(loss.raw()),

@@ -81,7 +81,7 @@ class CpuBackend final : public Backend {
                        Tensor& db) override;
 
   double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
-                               Tensor* dlogits) override;
+                               Tensor* dlogits, double grad_scale) override;
   int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
   bool all_finite(const Tensor& t) override;
 

@@ -39,7 +39,8 @@ struct ConvChoice {
   int algo = 0;
   int math_type = 0;
   std::size_t workspace = 0;
-  int channels = 0;  // the input channels it runs with: the convolution's own, or zero-padded
+  int channels = 0;   // the input channels it runs with: the convolution's own, or zero-padded
+  float time_ms = 0;  // what cuDNN measured for it (0 when chosen by heuristics)
 };
 
 // The fastest candidate that succeeded and fits the workspace limit. Deterministic: the first

@@ -1,5 +1,6 @@
 #pragma once
 #include <memory>
+#include <string>
 
 #include "ringtrain/backend/backend.hpp"
 
@@ -8,11 +9,13 @@ namespace ringtrain {
 // What the CUDA backend computes in and where. Activations are NHWC in `compute` (bf16, f16 or
 // f32); parameters stay f32 (master weights) with a compute-dtype copy for the ops.
 struct CudaOptions {
-  int device = 0;                  // CUDA device index as this process sees it
-  DType compute = DType::bf16;     // bf16, f16 or f32
-  int rank = 0;                    // named in every error message
-  std::size_t workspace_mb = 256;  // cuDNN workspace limit per convolution
-  bool deterministic = false;      // cuDNN algorithms by heuristic rank, deterministic ones
+  int device = 0;                      // CUDA device index as this process sees it
+  DType compute = DType::bf16;         // bf16, f16 or f32
+  int rank = 0;                        // named in every error message
+  std::size_t workspace_mb = 256;      // cuDNN workspace limit per convolution
+  bool deterministic = false;          // cuDNN algorithms by heuristic rank, deterministic ones
+  std::string conv_algo_cache;         // the file of cuDNN's searches shared by processes; "": none
+  bool force_padded_channels = false;  // tests: pad every convolution's odd input channels
 };
 
 // The CUDA backend (cuDNN, cuBLAS and our kernels). Throws when ringtrain was built without

@@ -11,9 +11,9 @@
 
 namespace ringtrain::cuda {
 
-// Set once by the backend: "rank R, cuda:D".
+// Set by the backend for the calling thread (at construction and bind_thread): "rank R, cuda:D".
 void set_error_context(int rank, int device);
-const std::string& error_context();
+std::string error_context();
 
 [[noreturn]] void throw_error(const char* library, const char* call, const char* message, int code);
 

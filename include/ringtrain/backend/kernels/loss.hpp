@@ -16,8 +16,9 @@ RT_HOST_DEVICE inline bool label_ok(int label, int classes) {
 }
 
 // Row i's loss (1 - s) * -log p_label + s * mean_j(-log p_j) into row_loss[i] and, when dlogits
-// is set, its gradient (p_j - target_j) / n, the target being 1 - s + s / classes at the label
-// and s / classes elsewhere. A row with a bad label writes a zero loss (FirstBadLabel reports
+// is set, its gradient grad_scale * (p_j - target_j) / n, scaled in double before the one
+// rounding to T (see Ops::softmax_cross_entropy), the target being 1 - s + s / classes at the
+// label and s / classes elsewhere. A row with a bad label writes a zero loss (FirstBadLabel reports
 // it).
 template <class T>
 struct SoftmaxCrossEntropyRow {
@@ -26,6 +27,7 @@ struct SoftmaxCrossEntropyRow {
   int n, classes;
   double smoothing;
   T* dlogits;
+  double grad_scale;
   double* row_loss;
   RT_HOST_DEVICE void operator()(int64_t i) const {
     const int label = labels[i];
@@ -46,8 +48,8 @@ struct SoftmaxCrossEntropyRow {
     if (!dlogits) return;
     for (int j = 0; j < classes; ++j) {
       const double target = smoothing / classes + (j == label ? 1 - smoothing : 0);
-      dlogits[i * classes + j] =
-          from_float<T>(static_cast<float>((exp(to_float(z[j]) - log_sum) - target) / n));
+      dlogits[i * classes + j] = from_float<T>(
+          static_cast<float>((exp(to_float(z[j]) - log_sum) - target) * grad_scale / n));
     }
   }
 };
