@@ -1,5 +1,7 @@
 #include "ringtrain/data/device_prefetcher.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace ringtrain {
 
 DeviceAugment make_device_augment(const Normalization& norm, int pad, Device& device) {
@@ -13,6 +15,18 @@ DeviceAugment make_device_augment(const Normalization& norm, int pad, Device& de
 DevicePrefetcher::DevicePrefetcher(BatchSource& source, Backend& backend, StepProfiler* profiler,
                                    DeviceAugment augment)
     : source_(source), backend_(backend), profiler_(profiler), augment_(std::move(augment)) {}
+
+// Note: the slots' device memory returns to the backend's block cache with the prefetcher, and
+// the cache hands it to the next allocation on the compute stream at once. A copy still in
+// flight on the copy stream (a prefetcher destroyed in the middle of an epoch: the probes, a
+// stop signal) would write into that memory after its new owner had: so the copies end first.
+DevicePrefetcher::~DevicePrefetcher() {
+  try {
+    backend_.wait_for_copies();
+  } catch (const std::exception& e) {
+    spdlog::warn("prefetcher: waiting for the copies in flight failed: {}", e.what());
+  }
+}
 
 void DevicePrefetcher::start_epoch(int64_t epoch) {
   source_.start_epoch(epoch);

@@ -46,7 +46,7 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
   // f64 vector (one all-reduce per layer), and every rank normalises from the global sums. f64
   // because the variance, E[x^2] - E[x]^2, cancels badly in f32 over a large batch.
   backend.batch_norm_sums(x, sums_);
-  if (sync_) sync_->wait(sync_->all_reduce_async(sums_, 0, sums_.numel(), ReduceOp::sum));
+  if (sync_) sync_->wait_on_device(sync_->all_reduce_async(sums_, 0, sums_.numel(), ReduceOp::sum));
   count_ = static_cast<double>(x.numel() / channels_) * (sync_ ? sync_->size() : 1);
   backend.batch_norm_forward_from_sums(x, params_->param(weight_), params_->param(bias_), sums_,
                                        kMomentum, kEps, relu_, y, save_mean_, save_invstd_, mean,
@@ -63,7 +63,7 @@ void BatchNorm2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, 
   backend.batch_norm_backward_sums(x, dy, gamma, beta, save_mean_, save_invstd_, relu_, grad_sums_);
   if (sync_) {
     backend.copy(grad_sums_, global_grad_sums_);
-    sync_->wait(
+    sync_->wait_on_device(
         sync_->all_reduce_async(global_grad_sums_, 0, global_grad_sums_.numel(), ReduceOp::sum));
   }
   Tensor dw = params_->grad(weight_), db = params_->grad(bias_);

@@ -317,6 +317,42 @@ rerun_two_stages() {
   expect "--only: \$OUT is what the lent machine returns whole" returnable "$out"
 }
 
+# A ringtrain_gpu_tests in $1 that answers as gtest does for three tests: Gpu.Passes passes,
+# Gpu.NeedsTwo skips (as the two-GPU tests do on one GPU) and Gpu.Fails fails, together and alone.
+fake_gtest() {
+  cat >"$1/ringtrain_gpu_tests" <<'EOF'
+#!/bin/sh
+case "${1:-}" in
+  --gtest_list_tests) printf 'Gpu.\n  Passes\n  NeedsTwo\n  Fails\n' ;;
+  --gtest_filter=Gpu.Fails) echo "[  FAILED  ] Gpu.Fails (3 ms)"; exit 1 ;;
+  *)
+    echo "[       OK ] Gpu.Passes (1 ms)"
+    echo "[  SKIPPED ] Gpu.NeedsTwo (0 ms)"
+    echo "[  FAILED  ] Gpu.Fails (3 ms)"
+    exit 1
+    ;;
+esac
+EOF
+  chmod +x "$1/ringtrain_gpu_tests"
+}
+
+# The tests stage's verdict per test: a pass together stands, a skip is counted apart (it tested
+# nothing), a failure is run alone and rerun.
+test_outcomes() {
+  local case=$tmp/outcomes out=$tmp/outcomes/out
+  fake_nvidia_smi "$case" "GPU 0: Fake GPU (UUID: GPU-0)" 0
+  mkdir -p "$case/binaries"
+  fake_gtest "$case/binaries"
+  PATH="$case/bin:$PATH" OUT=$out DEVICE_CHECK_BIN=$case/binaries timeout 120 \
+    bash "$check" --only tests >"$case/stdout" 2>&1
+  expect "outcomes: a skipped test is neither passed nor failed" \
+    [ "$(key_of "$out" tests)" = "1/3 passed, 1 skipped" ]
+  expect "outcomes: the failure named" [ "$(result_of "$out" tests)" = "FAIL: 1 failed: Gpu.Fails" ]
+  expect "outcomes: gpu_tests.tsv has 0, skipped, and the failure's exit and rerun" \
+    [ "$(cut -f1-3 "$out/gpu_tests.tsv" | tail -n +2 | tr '\t\n' ',,')" = \
+      "Gpu.Passes,0,-,Gpu.NeedsTwo,skipped,-,Gpu.Fails,1,1," ]
+}
+
 fake_gpu() {
   local gpu_tests=$1 ringtrain=$2 case=$tmp/fake rc listed help
   if "$gpu_tests" --gtest_filter='CudaTraining.Bf16*' 2>&1 | grep -q '^\[  PASSED  \] [1-9]'; then
@@ -359,6 +395,7 @@ fake_gpu() {
   training_stages "$out" "$logs" "$help"
   cache_use "$case" "$help"
   rerun_two_stages "$case" "$listed"
+  test_outcomes
 }
 
 case ${1:-} in

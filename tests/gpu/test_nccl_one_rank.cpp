@@ -1,6 +1,7 @@
 // The NCCL communicator in one process, one rank, without MPI: its collectives leave the data
-// as it was (one rank), kernels launched after them still succeed, and DDP's bucketed overlap
-// over it gives the gradients of the plain single-process step. Skipped, with the reason,
+// as it was (one rank), kernels launched after them still succeed, an all-reduce waits for the
+// kernels issued before it, and DDP's bucketed overlap and SyncBatchNorm over it give the
+// gradients of the plain single-process step. Skipped, with the reason,
 // where there is no GPU.
 #include "gpu_test_util.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
@@ -40,7 +41,7 @@ TEST(NcclOneRank, CollectivesKeepTheDataAndLaterKernelsLaunch) {
     const CommHandle b = comm->all_reduce_async(dev, 1000, 3096, ReduceOp::average);
     comm->progress();
     comm->wait(b);
-    comm->wait(a);
+    comm->wait_on_device(a);
     comm->broadcast(dev, 0);
     gpu->scale(dev, 1.0);
   }
@@ -52,6 +53,32 @@ TEST(NcclOneRank, CollectivesKeepTheDataAndLaterKernelsLaunch) {
   EXPECT_EQ(values[2], 7.0);
   comm->barrier();
   EXPECT_THROW(comm->wait(12345), Error);
+  EXPECT_THROW(comm->wait_on_device(12345), Error);
+}
+
+// Note: on one rank NCCL's average still runs a kernel over the buffer (x / 1, in place, on the
+// communicator's stream). Were the all-reduce not ordered after the compute stream, it would
+// read the buffer while the chain of kernels below is still doubling and halving it, and write
+// a doubled value back after the chain has ended. With the order, every element is `value`.
+TEST(NcclOneRank, AnAllReduceWaitsForTheKernelsIssuedBeforeIt) {
+  RT_SKIP_WITHOUT_GPU();
+  auto gpu = test::gpu_backend(DType::f32);
+  auto comm = one_rank_nccl(*gpu);
+  constexpr int64_t kCount = int64_t{1} << 26;  // 256 MiB: each kernel runs ~0.1 ms
+  Tensor dev = gpu->zeros({kCount}, DType::f32), host = Tensor::zeros({kCount}, DType::f32);
+  for (int round = 1; round <= 10; ++round) {
+    const double value = round;
+    gpu->fill(dev, value);
+    for (int k = 0; k < 20; ++k) {
+      gpu->scale(dev, 2.0);
+      gpu->scale(dev, 0.5);
+    }
+    comm->wait(comm->all_reduce_async(dev, 0, kCount, ReduceOp::average));
+    gpu->copy(dev, host);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < kCount; ++i) wrong += host.data<float>()[i] != value;
+    ASSERT_EQ(wrong, 0) << "round " << round << ": elements the all-reduce wrote too early";
+  }
 }
 
 TEST(NcclOneRank, RefusesTheMpiCollectiveCheck) {
@@ -68,11 +95,12 @@ struct GradientRun {
   int launched_in_backward = 0;
 };
 
-GradientRun gradients(Backend& gpu, Communicator* comm) {
+GradientRun gradients(Backend& gpu, Communicator* comm, bool sync_bn = false) {
   ResNetConfig config;
   config.depth = 18;
   config.width = 0.25;
   ResNet model(config, gpu, DType::f32, 5);
+  if (sync_bn) model.set_sync_batch_norm(comm);
   std::unique_ptr<DistributedDataParallel> ddp;
   // Small buckets: several of them, most launched while backward still runs.
   if (comm)
@@ -107,6 +135,17 @@ TEST(NcclOneRank, DdpBucketedOverlapGivesTheSingleProcessGradients) {
   EXPECT_GT(got.launched_in_backward, 1);
   // Deterministic algorithms; the batch-norm sums add in f64 with atomics, whose order may
   // differ between the runs: equal within f32 rounding.
+  EXPECT_LE(test::max_rel_diff(got.grads, want.grads), 1e-6);
+}
+
+// SyncBatchNorm's all-reduces (one per layer, forward and backward) are ordered on the device
+// (wait_on_device), not waited for by the host: on one rank the step is the plain one.
+TEST(NcclOneRank, SyncBatchNormGivesTheSingleProcessGradients) {
+  RT_SKIP_WITHOUT_GPU();
+  auto gpu = test::gpu_backend(DType::f32, true);
+  auto comm = one_rank_nccl(*gpu);
+  const GradientRun want = gradients(*gpu, nullptr);
+  const GradientRun got = gradients(*gpu, comm.get(), true);
   EXPECT_LE(test::max_rel_diff(got.grads, want.grads), 1e-6);
 }
 

@@ -31,6 +31,10 @@ class DevicePrefetcher {
   // copy) as Phase::data.
   DevicePrefetcher(BatchSource& source, Backend& backend, StepProfiler* profiler = nullptr,
                    DeviceAugment augment = {});
+  // Waits for the copies in flight: their device memory goes back to the backend's cache.
+  ~DevicePrefetcher();
+  DevicePrefetcher(const DevicePrefetcher&) = delete;
+  DevicePrefetcher& operator=(const DevicePrefetcher&) = delete;
 
   void start_epoch(int64_t epoch);
   // Passes over the next n batches untimed (a run resumed in the middle of an epoch).

@@ -25,6 +25,11 @@ class Communicator {
   virtual CommHandle all_reduce_async(Tensor& buffer, int64_t offset, int64_t count,
                                       ReduceOp op) = 0;
   virtual void wait(CommHandle handle) = 0;
+  // Orders the device's later work after the collective, without blocking the host where the
+  // device can wait by itself (NCCL: the compute stream waits for the collective's event). Its
+  // failure or a rank that never comes is then seen by the next wait(): the collectives of one
+  // communicator complete in the order they were issued. Elsewhere, wait().
+  virtual void wait_on_device(CommHandle handle) { wait(handle); }
   // Lets collectives in flight advance (MPI progresses only inside MPI calls).
   virtual void progress() = 0;
   virtual void broadcast(Tensor& buffer, int root) = 0;
