@@ -88,7 +88,7 @@ fake_nvidia_smi() {
 bundle_commit() {
   local root=$tmp/tree
   mkdir -p "$root/tests/gpu" "$root/build-gpu/bundle"
-  cp "$check" "$root/tests/gpu/"
+  cp "$check" "$(dirname "$check")/device_check_stages.sh" "$root/tests/gpu/"
   echo 0123456789ab-dirty >"$root/build-gpu/bundle/COMMIT"
   OUT=$root/out timeout 60 bash "$root/tests/gpu/device_check.sh" --dry-run >/dev/null 2>&1
   expect "dry run: the commit from build-gpu/bundle/COMMIT" \
