@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "../support/prefetched_batches.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/backend/crop.hpp"
 #include "ringtrain/data/augment.hpp"
@@ -16,16 +17,8 @@
 namespace ringtrain {
 namespace {
 
-constexpr int kPad = 4;
-
-Dataset small_data() {
-  SynthConfig c;
-  c.train_count = 90;
-  c.test_count = 2;
-  c.height = 7;
-  c.width = 6;
-  return make_synthetic(c);
-}
+using test::bytes_of;
+constexpr int kPad = test::kAugmentPad;
 
 // Every crop a draw can give: offsets 0..2*pad in both directions, mirrored or not.
 std::vector<Crop> every_crop() {
@@ -53,13 +46,8 @@ RawBatch raw_batch(const Split& s, const std::vector<Crop>& crops) {
   return b;
 }
 
-std::vector<uint8_t> bytes_of(const Tensor& t) {
-  const auto* p = static_cast<const uint8_t*>(t.raw());
-  return {p, p + t.nbytes()};
-}
-
 TEST(DeviceAugment, CpuOpWritesWhatTheLoaderThreadsWrite) {
-  const Dataset d = small_data();
+  const Dataset d = test::small_image_data();
   const Normalization norm = channel_statistics(d.train);
   const std::vector<float> table = normalization_table(norm);
   const Tensor table_t = Tensor::view(const_cast<float*>(table.data()),
@@ -82,7 +70,7 @@ TEST(DeviceAugment, CpuOpWritesWhatTheLoaderThreadsWrite) {
 // The CUDA kernel computes each output value on its own through crop_source; the same mapping,
 // value by value here, gives the host kernel's output for every crop.
 TEST(DeviceAugment, PerValueMappingOfTheCudaKernelEqualsTheHostKernel) {
-  const Dataset d = small_data();
+  const Dataset d = test::small_image_data();
   const Split& s = d.train;
   const std::vector<float> table = normalization_table(channel_statistics(s));
   const cpu::ImageDims dims{s.height, s.width, s.channels};
@@ -107,48 +95,18 @@ TEST(DeviceAugment, PerValueMappingOfTheCudaKernelEqualsTheHostKernel) {
   EXPECT_GT(padded, 0);  // the extreme crops reach into the padding
 }
 
-// Every prefetched batch of two epochs, as bytes (images, then labels).
-std::vector<std::vector<uint8_t>> prefetched_batches(const Dataset& d, bool on_device,
-                                                     int workers) {
-  CpuBackend backend(2);
-  const Normalization norm = channel_statistics(d.train);
-  const ImageWriter writer(d.train, norm, kPad, on_device ? DType::u8 : DType::f32,
-                           on_device ? Layout::nhwc : Layout::nchw);
-  LoaderConfig c;
-  c.batch_size = 16;
-  c.workers = workers;
-  c.drop_last = false;  // the last batch is partial
-  c.seed = 5;
-  Loader loader(d.train, writer, DistributedSampler(d.train.count, 1, 0, true, ShardTail::pad, 5),
-                c, backend);
-  const DeviceAugment augment =
-      on_device ? make_device_augment(norm, kPad, backend) : DeviceAugment{};
-  DevicePrefetcher prefetcher(loader, backend, nullptr, augment);
-  std::vector<std::vector<uint8_t>> out;
-  for (int epoch = 0; epoch < 2; ++epoch) {
-    prefetcher.start_epoch(epoch);
-    while (const DeviceBatch* b = prefetcher.next()) {
-      EXPECT_EQ(b->images.dtype(), DType::f32);
-      EXPECT_EQ(b->images.layout(), Layout::nchw);
-      std::vector<uint8_t> bytes = bytes_of(b->images);
-      const std::vector<uint8_t> labels = bytes_of(b->labels);
-      bytes.insert(bytes.end(), labels.begin(), labels.end());
-      out.push_back(std::move(bytes));
-    }
-  }
-  return out;
-}
-
 TEST(DeviceAugment, PrefetchedBatchesEqualTheLoaderAugmentedOnes) {
-  const Dataset d = small_data();
-  const auto reference = prefetched_batches(d, false, 0);
+  const Dataset d = test::small_image_data();
+  CpuBackend backend(2);
+  const auto reference = test::prefetched_batches(d, {backend, false, 0});
   ASSERT_EQ(reference.size(), 12u);  // 90 samples in batches of 16, the last one partial
   EXPECT_LT(reference[5].size(), reference[4].size());
-  for (int workers : {0, 2}) EXPECT_EQ(prefetched_batches(d, true, workers), reference) << workers;
+  for (int workers : {0, 2})
+    EXPECT_EQ(test::prefetched_batches(d, {backend, true, workers}), reference) << workers;
 }
 
 TEST(DeviceAugment, RawBatchesCarryTheirCrops) {
-  const Dataset d = small_data();
+  const Dataset d = test::small_image_data();
   CpuBackend backend(1);
   const ImageWriter writer(d.train, channel_statistics(d.train), kPad, DType::u8, Layout::nhwc);
   EXPECT_TRUE(writer.raw());
@@ -178,7 +136,7 @@ TEST(DeviceAugment, RawBatchesCarryTheirCrops) {
 }
 
 TEST(DeviceAugment, BadOperandsAreRejectedWithTheReason) {
-  const Dataset d = small_data();
+  const Dataset d = test::small_image_data();
   CpuBackend backend(1);
   const auto message = [](auto&& f) {
     try {
