@@ -94,7 +94,10 @@ cp tests/gpu/bundle_env.sh "$stage/env.sh"
 tar -C build-gpu -cf - bundle | xz -T0 -6 >build-gpu/bundle.tar.xz
 rm -rf "$stage"
 echo "pack: build-gpu/bundle.tar.xz ($(du -h build-gpu/bundle.tar.xz | cut -f1))"
-carried=$(du -cb build-gpu/bundle.tar.xz build-gpu/cifar10.tar.gz 2>/dev/null | tail -1 | cut -f1)
+carried=0
+for file in build-gpu/bundle.tar.xz build-gpu/cifar10.tar.gz; do
+  if [ -f "$file" ]; then carried=$((carried + $(stat -c %s "$file"))); fi
+done
 if [ "$carried" -gt $((60 << 20)) ]; then
   echo "pack: warning: build-gpu/ carries $((carried >> 20)) MiB; with the working tree it must" \
     "stay under the GPU machine's 64 MiB"
