@@ -239,9 +239,20 @@ TEST_P(CudaOps, SoftmaxCrossEntropyAccuracyAndBadLabels) {
   expect_close(d_dev, d, "dlogits");
   EXPECT_EQ(gpu_->count_correct(logits_dev, labels_dev), cpu_.count_correct(logits, labels));
 
+  // The two halves give the one call's values, bit for bit (the same kernels).
+  Tensor halves_dev = gpu_->zeros(d.shape(), dtype());
+  gpu_->begin_loss(logits_dev, labels_dev, 0.1f, halves_dev, 1.0);
+  const LossValue halves = gpu_->end_loss();
+  EXPECT_EQ(halves.loss, got);
+  EXPECT_EQ(halves.correct, cpu_.count_correct(logits, labels));
+  EXPECT_EQ(max_rel_diff(download(*gpu_, halves_dev), download(*gpu_, d_dev)), 0.0);
+  EXPECT_THROW(gpu_->end_loss(), Error);
+
   labels.data<int>()[5] = 10;
   gpu_->copy(labels, labels_dev);
   EXPECT_THROW(gpu_->softmax_cross_entropy(logits_dev, labels_dev, 0.0f, nullptr, 1.0), Error);
+  gpu_->begin_loss(logits_dev, labels_dev, 0.0f, halves_dev, 1.0);
+  EXPECT_THROW(gpu_->end_loss(), Error);  // the bad label, found when the values arrive
 }
 
 TEST_P(CudaOps, ElementwiseOps) {

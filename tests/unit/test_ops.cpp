@@ -288,6 +288,27 @@ TEST(Loss, RejectsLabelsOutOfRange) {
   EXPECT_THROW(backend.softmax_cross_entropy(z, labels, 0, nullptr, 1.0), Error);
 }
 
+// begin_loss + end_loss give what softmax_cross_entropy and count_correct give, bit for bit, and
+// each begin_loss must have its end_loss.
+TEST(Loss, BeginAndEndGiveTheOneCallValues) {
+  CpuBackend backend(1);
+  std::mt19937_64 rng(4);
+  const int n = 6, k = 4;
+  Tensor z = random_tensor<float>({n, k}, rng, 2.0), labels = Tensor::zeros({n}, DType::i32);
+  for (int i = 0; i < n; ++i) labels.data<int>()[i] = (5 * i + 2) % k;
+  Tensor want_dz = Tensor::zeros(z.shape(), DType::f32), dz = Tensor::zeros(z.shape(), DType::f32);
+  const double want = backend.softmax_cross_entropy(z, labels, 0.1f, &want_dz, 8.0);
+  const int64_t correct = backend.count_correct(z, labels);
+  EXPECT_THROW(backend.end_loss(), Error);
+  backend.begin_loss(z, labels, 0.1f, dz, 8.0);
+  EXPECT_THROW(backend.begin_loss(z, labels, 0.1f, dz, 8.0), Error);
+  const LossValue got = backend.end_loss();
+  EXPECT_EQ(got.loss, want);
+  EXPECT_EQ(got.correct, correct);
+  for (int64_t i = 0; i < z.numel(); ++i) ASSERT_EQ(dz.data<float>()[i], want_dz.data<float>()[i]);
+  EXPECT_THROW(backend.end_loss(), Error);
+}
+
 TEST(Accuracy, CountsFirstArgMax) {
   CpuBackend backend(1);
   Tensor z = Tensor::zeros({3, 3}, DType::f32), labels = Tensor::zeros({3}, DType::i32);

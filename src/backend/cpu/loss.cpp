@@ -67,6 +67,21 @@ double CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& lab
   return loss;
 }
 
+// On the CPU both halves are one: the values are computed where they are read.
+void CpuBackend::begin_loss(const Tensor& logits, const Tensor& labels, float smoothing,
+                            Tensor& dlogits, double grad_scale) {
+  RT_CHECK(!pending_loss_, "begin_loss: the previous begin_loss has had no end_loss");
+  const double loss = softmax_cross_entropy(logits, labels, smoothing, &dlogits, grad_scale);
+  pending_loss_ = LossValue{loss, count_correct(logits, labels)};
+}
+
+LossValue CpuBackend::end_loss() {
+  RT_CHECK(pending_loss_, "end_loss: no begin_loss before it");
+  const LossValue value = *pending_loss_;
+  pending_loss_.reset();
+  return value;
+}
+
 int64_t CpuBackend::count_correct(const Tensor& logits, const Tensor& labels) {
   check_labels("count_correct", logits, labels);
   int64_t correct = 0;

@@ -81,6 +81,8 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
   RT_CUDA_CHECK(cublasCreate(&cublas_));
   RT_CUDA_CHECK(cublasSetStream(cublas_, compute_));
   RT_CUDA_CHECK(cudaMallocHost(&host_scalar_, sizeof(double)));
+  RT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&loss_slot_), sizeof(LossSlot)));
+  RT_CUDA_CHECK(cudaEventCreateWithFlags(&loss_ready_, cudaEventDisableTiming));
   memory_ = std::make_shared<BlockCache>(raw_device_alloc,
                                          [](void* p) { warn_on_error(cudaFree(p), "cudaFree"); });
   if (!options.conv_algo_cache.empty() && !options.deterministic) {
@@ -98,6 +100,8 @@ CudaBackend::~CudaBackend() {
   workspace_ = Tensor();
   for (cudaEvent_t e : marks_) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
   warn_on_error(cudaFreeHost(host_scalar_), "cudaFreeHost");
+  warn_on_error(cudaFreeHost(loss_slot_), "cudaFreeHost");
+  warn_on_error(cudaEventDestroy(loss_ready_), "cudaEventDestroy");
   cublasDestroy(cublas_);
   cudnnDestroy(cudnn_);
   warn_on_error(cudaEventDestroy(copies_done_), "cudaEventDestroy");

@@ -17,15 +17,15 @@ void launch_row_sum(const char* op, const V* values, int n, V* total, cudaStream
 
 }  // namespace
 
-double CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
-                                          float smoothing, Tensor* dlogits, double grad_scale) {
-  const char* op = "softmax_cross_entropy";
+CudaBackend::LossOnDevice CudaBackend::launch_loss(const char* op, const Tensor& logits,
+                                                   const Tensor& labels, float smoothing,
+                                                   Tensor* dlogits, double grad_scale) {
   check_logits(op, logits, labels);
   if (dlogits) check_same_shape(op, logits, *dlogits);
   const int n = static_cast<int>(logits.dim(0)), classes = static_cast<int>(logits.dim(1));
   const int* label = static_cast<const int*>(labels.raw());
-  Tensor row_loss = scratch({n}, DType::f64), loss = scratch({1}, DType::f64);
-  Tensor bad_row = scratch({1}, DType::i32);
+  LossOnDevice out{scratch({1}, DType::f64), scratch({1}, DType::i32), n, classes};
+  Tensor row_loss = scratch({n}, DType::f64);
   double* row_loss_p = static_cast<double*>(row_loss.raw());
   dispatch_float(op, logits, [&](auto tag) {
     using T = decltype(tag);
@@ -40,18 +40,15 @@ double CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& la
                                                   row_loss_p};
     launch_grid_stride(op, body, n, compute_);
   });
-  launch_row_sum(op, static_cast<const double*>(row_loss_p), n, static_cast<double*>(loss.raw()),
-                 compute_);
-  const kernels::FirstBadLabel check{label, n, classes, static_cast<int*>(bad_row.raw())};
+  launch_row_sum(op, static_cast<const double*>(row_loss_p), n,
+                 static_cast<double*>(out.loss_sum.raw()), compute_);
+  const kernels::FirstBadLabel check{label, n, classes, static_cast<int*>(out.bad_row.raw())};
   launch_grid_stride(op, check, 1, compute_);
-  const int bad = read_scalar(static_cast<const int*>(bad_row.raw()));
-  RT_CHECK(bad == 0, op, ": label at row ", bad - 1, " outside [0, ", classes,
-           "); the labels must index the classifier's outputs");
-  return read_scalar(static_cast<const double*>(loss.raw())) / n;
+  return out;
 }
 
-int64_t CudaBackend::count_correct(const Tensor& logits, const Tensor& labels) {
-  const char* op = "count_correct";
+Tensor CudaBackend::launch_count_correct(const char* op, const Tensor& logits,
+                                         const Tensor& labels) {
   check_logits(op, logits, labels);
   const int n = static_cast<int>(logits.dim(0)), classes = static_cast<int>(logits.dim(1));
   Tensor row_correct = scratch({n}, DType::i32), correct = scratch({1}, DType::i32);
@@ -65,7 +62,56 @@ int64_t CudaBackend::count_correct(const Tensor& logits, const Tensor& labels) {
   });
   launch_row_sum(op, static_cast<const int*>(row_correct_p), n, static_cast<int*>(correct.raw()),
                  compute_);
+  return correct;
+}
+
+void CudaBackend::check_bad_row(const char* op, int bad_row, int classes) {
+  RT_CHECK(bad_row == 0, op, ": label at row ", bad_row - 1, " outside [0, ", classes,
+           "); the labels must index the classifier's outputs");
+}
+
+double CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
+                                          float smoothing, Tensor* dlogits, double grad_scale) {
+  const char* op = "softmax_cross_entropy";
+  const LossOnDevice loss = launch_loss(op, logits, labels, smoothing, dlogits, grad_scale);
+  check_bad_row(op, read_scalar(static_cast<const int*>(loss.bad_row.raw())), loss.classes);
+  return read_scalar(static_cast<const double*>(loss.loss_sum.raw())) / loss.n;
+}
+
+int64_t CudaBackend::count_correct(const Tensor& logits, const Tensor& labels) {
+  const Tensor correct = launch_count_correct("count_correct", logits, labels);
   return read_scalar(static_cast<const int*>(correct.raw()));
+}
+
+// Note: the three values come back through one pinned slot with asynchronous copies on the
+// compute stream, and an event after them: end_loss waits for that event, which has long passed
+// once the host has queued backward, never for the stream.
+void CudaBackend::begin_loss(const Tensor& logits, const Tensor& labels, float smoothing,
+                             Tensor& dlogits, double grad_scale) {
+  const char* op = "begin_loss";
+  RT_CHECK(!loss_pending_, op, ": the previous begin_loss has had no end_loss");
+  const LossOnDevice loss = launch_loss(op, logits, labels, smoothing, &dlogits, grad_scale);
+  const Tensor correct = launch_count_correct(op, logits, labels);
+  LossSlot* slot = loss_slot_;
+  RT_CUDA_CHECK(cudaMemcpyAsync(&slot->loss_sum, loss.loss_sum.raw(), sizeof(double),
+                                cudaMemcpyDeviceToHost, compute_));
+  RT_CUDA_CHECK(cudaMemcpyAsync(&slot->correct, correct.raw(), sizeof(int), cudaMemcpyDeviceToHost,
+                                compute_));
+  RT_CUDA_CHECK(cudaMemcpyAsync(&slot->bad_row, loss.bad_row.raw(), sizeof(int),
+                                cudaMemcpyDeviceToHost, compute_));
+  RT_CUDA_CHECK(cudaEventRecord(loss_ready_, compute_));
+  slot->n = loss.n;
+  slot->classes = loss.classes;
+  loss_pending_ = true;
+}
+
+LossValue CudaBackend::end_loss() {
+  RT_CHECK(loss_pending_, "end_loss: no begin_loss before it");
+  loss_pending_ = false;
+  RT_CUDA_CHECK(cudaEventSynchronize(loss_ready_));
+  const LossSlot& slot = *loss_slot_;
+  check_bad_row("end_loss", slot.bad_row, slot.classes);
+  return LossValue{slot.loss_sum / slot.n, slot.correct};
 }
 
 }  // namespace ringtrain::cuda

@@ -1,6 +1,7 @@
 #pragma once
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/core/thread_pool.hpp"
@@ -83,6 +84,9 @@ class CpuBackend final : public Backend {
   double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
                                Tensor* dlogits, double grad_scale) override;
   int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
+  void begin_loss(const Tensor& logits, const Tensor& labels, float smoothing, Tensor& dlogits,
+                  double grad_scale) override;
+  LossValue end_loss() override;
   bool all_finite(const Tensor& t) override;
 
   void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
@@ -92,6 +96,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::unique_ptr<cpu::ConvPrimitives> conv_;  // f32 convolutions, one primitive per shape
   std::vector<std::chrono::steady_clock::time_point> marks_;
+  std::optional<LossValue> pending_loss_;  // begin_loss's, until end_loss
 };
 
 }  // namespace ringtrain
