@@ -224,7 +224,8 @@ std::vector<std::unique_ptr<Backend>> make_dp_backends(const TrainConfig& c) {
 
 std::string describe_backend(Backend& backend) {
   if (auto* cpu = dynamic_cast<CpuBackend*>(&backend))
-    return str_cat(cpu->name(), " with ", cpu->threads(), " threads per rank");
+    return str_cat(cpu->name(), " with ", cpu->threads(),
+                   " threads per rank (oneDNN kernels up to ", CpuBackend::kernel_isa(), ")");
   return backend.name();
 }
 

@@ -49,12 +49,17 @@ TEST(Train, SameSeedGivesBitIdenticalLosses) {
   EXPECT_NE(train(c).step_losses, a.step_losses);
 }
 
+// Note: four epochs, not two. Two epochs end inside the unstable first phase of training, where
+// the outcome is chaotic: a change at the level of rounding (oneDNN's AVX2 kernels instead of
+// its AVX-512 ones, or the sanitizer build, whose own kernels do not fuse multiply-adds) moved
+// seed 0's final accuracy between 39% and 57%, and seeds 0 to 5 ended between 50% and 87%. After
+// four epochs the same seeds end between 77% and 100%, on either instruction set.
 TEST(Train, LearnsTheSyntheticDataFarAboveChance) {
   TrainConfig c = small_config(small_dataset());
-  c.epochs = 2;
+  c.epochs = 4;
   c.metrics_path = test::temp_path("train_metrics.jsonl");
   const TrainResult r = train(c);
-  ASSERT_EQ(r.epochs.size(), 2u);
+  ASSERT_EQ(r.epochs.size(), 4u);
   EXPECT_GT(r.epochs.back().test_accuracy, 0.5);  // chance is 0.1
   std::ifstream in(c.metrics_path);
   std::string line;
@@ -66,7 +71,7 @@ TEST(Train, LearnsTheSyntheticDataFarAboveChance) {
       EXPECT_TRUE(j.contains(key)) << key;
     ++lines;
   }
-  EXPECT_EQ(lines, 2);
+  EXPECT_EQ(lines, 4);
 }
 
 // The device's augmentation writes what the loader's threads write, so training is the same:

@@ -5,10 +5,38 @@
 #include <omp.h>
 
 #include "kernels.hpp"
+#include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/core/error.hpp"
 #include "signals_deferred.hpp"
 
-namespace ringtrain::cpu {
+namespace ringtrain {
+
+// The kernels differ in more than speed: AVX2 and AVX-512 kernels add in other orders, so two
+// machines round differently, and a run's log says which it may use.
+std::string CpuBackend::kernel_isa() {
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41:
+      return "sse41";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return str_cat("oneDNN ISA ", int(dnnl_get_effective_cpu_isa()));
+  }
+}
+
+namespace cpu {
 
 void single_threaded_onednn() {
   thread_local const bool pinned = (omp_set_num_threads(1), true);
@@ -37,4 +65,5 @@ void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, 
               k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-}  // namespace ringtrain::cpu
+}  // namespace cpu
+}  // namespace ringtrain

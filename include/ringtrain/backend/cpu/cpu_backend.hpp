@@ -25,6 +25,9 @@ class CpuBackend final : public Backend {
   DType compute_dtype() const override { return DType::f32; }
   Layout layout() const override { return Layout::nchw; }
   int threads() const { return pool_.size() + 1; }
+  // The most capable instruction set oneDNN's convolution and GEMM kernels may use here ("avx2",
+  // "avx512_core", ...): the CPU's best, or less where ONEDNN_MAX_CPU_ISA says so.
+  static std::string kernel_isa();
 
   Tensor zeros(const Shape& shape, DType dtype) override;
   void fill(Tensor& t, double value) override;
