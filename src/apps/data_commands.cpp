@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "ringtrain/core/cpus.hpp"
+#include "ringtrain/core/input_file.hpp"
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/provenance.hpp"
@@ -161,6 +162,14 @@ std::string checkpoint_config(const std::string& path) {
   return meta.effective_config;
 }
 
+// `inspect FILE`: a checkpoint's summary (or with --print-config its configuration), or a
+// dataset's.
+std::string inspect_file(const ToolCommands& t) {
+  if (t.print_config) return checkpoint_config(t.path);
+  return is_checkpoint(t.path) ? inspect_checkpoint(t.path)
+                               : inspect_dataset(read_hdf5_dataset(t.path), t.path);
+}
+
 }  // namespace
 
 void add_tool_commands(CLI::App& app, ToolCommands& t) {
@@ -197,13 +206,9 @@ void run_tool_command(const ToolCommands& t) {
     run_import(t);
   } else if (*t.import_cifar) {
     run_import_cifar(t);
-  } else if (*t.inspect && t.print_config) {
-    std::fputs(checkpoint_config(t.path).c_str(), stdout);
   } else if (*t.inspect) {
-    std::fputs((is_checkpoint(t.path) ? inspect_checkpoint(t.path)
-                                      : inspect_dataset(read_hdf5_dataset(t.path), t.path))
-                   .c_str(),
-               stdout);
+    check_input_file(t.path, "inspect", "a checkpoint or an HDF5 dataset");
+    std::fputs(inspect_file(t).c_str(), stdout);
   } else if (*t.inspect_data) {
     std::fputs(inspect_dataset(read_hdf5_dataset(t.path), t.path).c_str(), stdout);
   } else if (*t.synth) {

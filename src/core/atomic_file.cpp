@@ -1,16 +1,18 @@
 #include "ringtrain/core/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/input_file.hpp"
+#include "ringtrain/core/temporary_file.hpp"
 
 namespace ringtrain {
 namespace {
@@ -19,9 +21,9 @@ std::string errno_text(int code) {
   return std::strerror(code);
 }
 
-// Flushes a file or a folder to the disk.
+// Flushes a folder to the disk.
 void fsync_path(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   RT_CHECK(fd >= 0, "open of ", path, " (to fsync it) failed: ", errno_text(errno));
   const int status = fsync(fd);
   const int fsync_errno = errno;
@@ -40,47 +42,86 @@ std::string space_note(int code, const std::string& dir, size_t needed) {
 
 constexpr size_t kProgressBytes = size_t{64} << 20;
 
-// Writes `image` to a new file `tmp`, fsynced and closed, every result checked.
-void write_file(const std::string& tmp, const std::string& dir, const std::vector<char>& image,
-                const WriteProgress& progress) {
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  RT_CHECK(fd >= 0, "open of ", tmp, " for writing failed: ", errno_text(errno));
-  size_t done = 0;
-  int code = 0;
-  while (done < image.size() && code == 0) {
+// Writes all of `image` to `fd`; returns 0 or the errno of the write that failed, and the
+// bytes written in `done`.
+int write_all(int fd, const std::vector<char>& image, const WriteProgress& progress, size_t& done) {
+  done = 0;
+  while (done < image.size()) {
     const ssize_t n =
         ::write(fd, image.data() + done, std::min(image.size() - done, kProgressBytes));
-    if (n > 0) done += static_cast<size_t>(n);
-    if (n > 0 && progress) progress(done, image.size());
-    if (n < 0 && errno != EINTR) code = errno;
-    if (n == 0) code = ENOSPC;  // Note: a regular file's write returns 0 only when it cannot grow
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return ENOSPC;  // Note: a regular file's write returns 0 only when it cannot grow
+    done += static_cast<size_t>(n);
+    if (progress) progress(done, image.size());
   }
-  if (code == 0 && fsync(fd) != 0) code = errno;
-  const int closed = ::close(fd);
-  if (code != 0) std::remove(tmp.c_str());  // before space_note measures what is free
-  RT_CHECK(code == 0, "write of ", tmp, " failed after ", done, " of ", image.size(),
+  return 0;
+}
+
+// A regular file's replacement: a temporary file, written whole, renamed over `path`.
+void replace_file(const std::string& path, const std::vector<char>& image,
+                  const WriteProgress& progress) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  TemporaryFile tmp(path);
+  size_t done = 0;
+  const int code = write_all(tmp.fd(), image, progress, done);
+  if (code != 0) unlink(tmp.path().c_str());  // before space_note measures what is free
+  RT_CHECK(code == 0, "write of ", tmp.path(), " failed after ", done, " of ", image.size(),
            " bytes: ", errno_text(code), space_note(code, dir, image.size()));
-  RT_CHECK(closed == 0, "close of ", tmp, " failed: ", errno_text(errno));
+  tmp.commit();
+  fsync_path(dir);
+}
+
+// A stream's write: opened as it is (no temporary file, no rename), appended to.
+void write_through(const std::string& path, const std::vector<char>& image,
+                   const WriteProgress& progress) {
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+  RT_CHECK(fd >= 0, "open of ", path, " for writing failed: ", errno_text(errno));
+  size_t done = 0;
+  const int code = write_all(fd, image, progress, done);
+  const int closed = ::close(fd);
+  RT_CHECK(code == 0, "write of ", path, " failed after ", done, " of ", image.size(),
+           " bytes: ", errno_text(code));
+  RT_CHECK(closed == 0, "close of ", path, " failed: ", errno_text(errno));
+}
+
+bool system_name(const std::string& path) {
+  return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
 }
 
 }  // namespace
 
+bool is_output_stream(const std::string& path, OutputKinds kinds, const std::string& what) {
+  struct stat link {};
+  if (lstat(path.c_str(), &link) != 0) {
+    RT_CHECK(errno == ENOENT, what, path, ": cannot be examined: ", errno_text(errno), " (lstat)");
+    return false;
+  }
+  if (S_ISREG(link.st_mode)) return false;
+  const bool is_link = S_ISLNK(link.st_mode);
+  struct stat target = link;
+  RT_CHECK(!is_link || stat(path.c_str(), &target) == 0, what, path,
+           " is a symbolic link to a missing file: name the file to write itself");
+  const bool stream = S_ISFIFO(target.st_mode) || S_ISCHR(target.st_mode);
+  const bool redirected = is_link && S_ISREG(target.st_mode) && system_name(path);
+  if (kinds == OutputKinds::files_and_streams && (stream || redirected)) return true;
+  RT_CHECK(!(is_link && S_ISREG(target.st_mode)), what, path, " is a symbolic link to ",
+           std::filesystem::canonical(path).string(),
+           ": name that file itself to replace it (a link is not replaced)");
+  throw Error(str_cat(what, path, " is ", file_kind(target.st_mode), ": it is not replaced; ",
+                      kinds == OutputKinds::files ? "name a file" : "name a file or a stream"));
+}
+
 void write_file_atomically(const std::string& path, const std::vector<char>& image,
-                           const WriteProgress& progress) {
-  const std::string tmp = path + ".tmp";
-  const auto parent = std::filesystem::path(path).parent_path();
-  const std::string dir = parent.empty() ? "." : parent.string();
+                           const WriteProgress& progress, OutputKinds kinds) {
   try {
-    write_file(tmp, dir, image, progress);
-    RT_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "rename of ", tmp, " to ", path,
-             " failed: ", errno_text(errno));
-    fsync_path(dir);
+    if (is_output_stream(path, kinds))
+      write_through(path, image, progress);
+    else
+      replace_file(path, image, progress);
   } catch (const Error& e) {
-    std::remove(tmp.c_str());
     throw Error(str_cat("cannot write ", path, ": ", e.what()));
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
   }
 }
 

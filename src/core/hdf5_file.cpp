@@ -72,7 +72,7 @@ void hdf5_check(int64_t status, const std::string& what) {
 }
 
 void write_hdf5_atomically(const std::string& path, const std::function<void(hid_t file)>& fill,
-                           const WriteProgress& progress) {
+                           const WriteProgress& progress, OutputKinds kinds) {
   silence_hdf5();
   std::vector<char> image;
   try {
@@ -80,7 +80,7 @@ void write_hdf5_atomically(const std::string& path, const std::function<void(hid
   } catch (const Error& e) {
     throw Error(str_cat("cannot write ", path, ": ", e.what()));
   }
-  write_file_atomically(path, image, progress);
+  write_file_atomically(path, image, progress, kinds);
 }
 
 }  // namespace ringtrain

@@ -6,13 +6,14 @@
 #include <sstream>
 
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/input_file.hpp"
 #include "ringtrain/data/augment.hpp"
 
 namespace ringtrain {
 namespace {
 
 std::vector<uint8_t> read_file(const std::filesystem::path& file) {
-  RT_CHECK(std::filesystem::exists(file), "data convert: ", file.string(), ": no such file");
+  check_input_file(file.string(), "data convert:", "a CIFAR-10 binary batch");
   std::ifstream in(file, std::ios::binary);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());

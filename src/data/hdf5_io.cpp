@@ -13,6 +13,8 @@
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/hdf5_attributes.hpp"
 #include "ringtrain/core/hdf5_file.hpp"
+#include "ringtrain/core/input_file.hpp"
+#include "ringtrain/core/temporary_file.hpp"
 
 namespace ringtrain {
 namespace {
@@ -341,36 +343,9 @@ void write_split(hid_t file, const std::string& name, const Split& s, int gzip_l
            what, "labels: H5Dcreate2 or H5Dwrite failed");
 }
 
-// What a path that is not a regular file is, for the error.
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-// Note: HDF5 blocks forever opening a FIFO and calls a file it may not read "not an HDF5 file";
-// a regular file this process can open is checked for first, with the system's reason.
-void check_readable_file(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
-    const int error = errno;
-    RT_CHECK(error != ENOENT, "data: ", path, ": no such file");
-    throw Error(str_cat("data: ", path, ": cannot be read: ", std::strerror(error), " (stat)"));
-  }
-  RT_CHECK(S_ISREG(st.st_mode), "data: ", path, ": is ", file_kind(st.st_mode),
-           ", not an HDF5 file");
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  const int error = errno;
-  RT_CHECK(fd >= 0, "data: ", path, ": cannot be read: ", std::strerror(error), " (open)");
-  RT_CHECK(close(fd) == 0, "data: ", path, ": close failed: ", std::strerror(errno));
-}
-
 Handle open_file(const std::string& path) {
   silence_hdf5();
-  check_readable_file(path);
+  check_input_file(path, "data:", "an HDF5 file");
   RT_CHECK(H5Fis_hdf5(path.c_str()) > 0, "data: ", path, ": not an HDF5 file (or truncated)");
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   RT_CHECK(file.ok(), "data: ", path, ": cannot open as HDF5");
@@ -422,22 +397,21 @@ void read_hdf5_images(const std::string& path, const std::string& split, int64_t
 }
 
 void check_output_file(const std::string& out, bool force, const std::string& what) {
+  const bool stream = is_output_stream(out, OutputKinds::files_and_streams, what);
   struct stat st {};
-  const bool exists = stat(out.c_str(), &st) == 0;
-  RT_CHECK(!exists || !S_ISDIR(st.st_mode), what, out,
-           ": is a folder: name the HDF5 file to write");
-  RT_CHECK(!exists || force, what, out, ": exists: pass --force to replace it");
+  RT_CHECK(stream || stat(out.c_str(), &st) != 0 || force, what, out,
+           ": exists: pass --force to replace it");
   const std::filesystem::path folder = std::filesystem::path(out).parent_path();
   std::error_code error;
   if (!folder.empty()) std::filesystem::create_directories(folder, error);
   RT_CHECK(!error, what, "cannot create the folder ", folder.string(), " for ", out, ": ",
            error.message());
-  const std::string probe = out + ".tmp";
-  const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  RT_CHECK(fd >= 0, what, "cannot write ", out, ": creating ", probe,
-           " failed: ", std::strerror(errno), ": choose a folder that exists and may be written");
-  RT_CHECK(close(fd) == 0 && unlink(probe.c_str()) == 0, what, "cannot write ", out, ": ", probe,
-           ": close or unlink failed: ", std::strerror(errno));
+  try {
+    if (!stream) TemporaryFile probe(out);  // the folder may be written to
+  } catch (const Error& e) {
+    throw Error(str_cat(what, "cannot write ", out, ": ", e.what(),
+                        ": choose a folder that exists and may be written"));
+  }
 }
 
 void write_hdf5_dataset(const std::string& path, const Dataset& data, int gzip_level,

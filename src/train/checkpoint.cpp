@@ -1,12 +1,10 @@
 #include "ringtrain/train/checkpoint.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -14,11 +12,11 @@
 #include "ringtrain/core/hash.hpp"
 #include "ringtrain/core/hdf5_attributes.hpp"
 #include "ringtrain/core/hdf5_file.hpp"
+#include "ringtrain/core/input_file.hpp"
 
 namespace ringtrain {
 namespace {
 
-namespace fs = std::filesystem;
 using Handle = Hdf5Handle;
 
 // Checkpoints written before checksums had no `format` attribute; format 3 added the model,
@@ -212,10 +210,12 @@ CheckpointMeta read_meta(hid_t f, const std::string& path) {
   m.version = read_text(f, path, "version");
   read_model(f, path, m);
   const std::string all = checksummed_text(m);
-  RT_CHECK(read_number<uint64_t>(f, path, "meta_xxh64", H5T_NATIVE_UINT64) ==
-               xxh64(all.data(), all.size()),
-           "checkpoint: ", path,
-           ": the meta attributes do not match their checksum meta_xxh64: ", "the file is corrupt");
+  RT_CHECK_AS(
+      CorruptCheckpoint,
+      read_number<uint64_t>(f, path, "meta_xxh64", H5T_NATIVE_UINT64) ==
+          xxh64(all.data(), all.size()),
+      "checkpoint: ", path,
+      ": the meta attributes do not match their checksum meta_xxh64: ", "the file is corrupt");
   return m;
 }
 
@@ -248,21 +248,28 @@ void read_verified(hid_t file, const std::string& path, const std::string& name,
   RT_CHECK(n >= 0, "checkpoint: ", path, ": dataset ", name,
            ": H5Sget_simple_extent_npoints: ", hdf5_error_text());
   values.resize(static_cast<size_t>(n));
-  RT_CHECK(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
-           "checkpoint: ", path, ": dataset ", name, " unreadable (truncated?)");
+  RT_CHECK_AS(
+      CorruptCheckpoint,
+      H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
+      "checkpoint: ", path, ": dataset ", name, " unreadable (truncated?)");
   const auto stored =
       read_number<uint64_t>(ds.get(), path + ": dataset " + name, "xxh64", H5T_NATIVE_UINT64);
   const uint64_t computed = xxh64(values.data(), values.size() * sizeof(float));
-  RT_CHECK(stored == computed, "checkpoint: ", path, ": dataset ", name,
-           " does not match its checksum (xxh64 stored ", hex64(stored), ", computed ",
-           hex64(computed), "): the file is corrupt");
+  RT_CHECK_AS(CorruptCheckpoint, stored == computed, "checkpoint: ", path, ": dataset ", name,
+              " does not match its checksum (xxh64 stored ", hex64(stored), ", computed ",
+              hex64(computed), "): the file is corrupt");
 }
 
 Handle open_checkpoint(const std::string& path) {
   silence_hdf5();
-  RT_CHECK(fs::exists(path), "checkpoint: ", path, ": no such file");
+  check_input_file(path, "checkpoint:", "a checkpoint");
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  RT_CHECK(file.ok(), "checkpoint: ", path, ": not an HDF5 file, or torn or truncated");
+  RT_CHECK_AS(CorruptCheckpoint, file.ok(), "checkpoint: ", path,
+              ": not an HDF5 file, or torn or truncated");
+  RT_CHECK(H5Lexists(file.get(), "params", H5P_DEFAULT) > 0 ||
+               H5Lexists(file.get(), "train", H5P_DEFAULT) <= 0,
+           "checkpoint: ", path, ": is a dataset file (it has /train, not /params), not a ",
+           "checkpoint: name a checkpoint (ckpt-stepNNNNNNNN.h5 in a --checkpoint-dir)");
   return file;
 }
 
@@ -352,32 +359,6 @@ void check_fits(hid_t file, const std::string& path, const std::vector<Section>&
   }
 }
 
-// Whether `name` is ckpt-stepNNNNNNNN (8 digits) followed by `suffix`; the step in `step`.
-bool checkpoint_name(const std::string& name, const std::string& suffix, int64_t* step) {
-  const std::string prefix = "ckpt-step";
-  const size_t digits = 8;
-  if (name.size() != prefix.size() + digits + suffix.size() || name.rfind(prefix, 0) != 0 ||
-      name.compare(prefix.size() + digits, suffix.size(), suffix) != 0)
-    return false;
-  const std::string number = name.substr(prefix.size(), digits);
-  if (!std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return false;
-  *step = std::stoll(number);
-  return true;
-}
-
-// The checkpoints of a folder by step, newest first.
-std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& dir) {
-  std::vector<std::pair<int64_t, std::string>> found;
-  if (!fs::is_directory(dir)) return found;
-  int64_t step = 0;
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (checkpoint_name(entry.path().filename().string(), ".h5", &step))
-      found.emplace_back(step, entry.path().string());
-  std::sort(found.rbegin(), found.rend());
-  return found;
-}
-
 }  // namespace
 
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
@@ -401,7 +382,7 @@ void write_checkpoint(const std::string& path, Backend& backend, const Parameter
         }
         write_meta(file, meta);
       },
-      progress);
+      progress, OutputKinds::files);
 }
 
 CheckpointMeta read_checkpoint_meta(const std::string& path) {
@@ -439,6 +420,8 @@ void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& pa
 
 bool is_checkpoint(const std::string& path) {
   silence_hdf5();
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;  // never opens a FIFO
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   return file.ok() && H5Lexists(file.get(), "params", H5P_DEFAULT) > 0;
 }
@@ -462,51 +445,6 @@ std::string inspect_checkpoint(const std::string& path) {
                  m.loss_scale, " (", m.loss_scale_clean_steps, " clean steps)\n",
                  "  config: ", m.config, "\n  ", effective, "\n  ", datasets,
                  " datasets, every one matching its xxh64 checksum\n");
-}
-
-std::string checkpoint_path(const std::string& dir, int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "ckpt-step%08lld.h5", static_cast<long long>(step));
-  return (fs::path(dir) / name).string();
-}
-
-std::string newest_checkpoint(const std::string& dir, std::vector<std::string>* skipped) {
-  for (const auto& [step, path] : list_checkpoints(dir)) {
-    try {
-      verify_checkpoint(path);
-      return path;
-    } catch (const Error& e) {
-      if (skipped) skipped->push_back(e.what());
-    }
-  }
-  return "";
-}
-
-void prune_checkpoints(const std::string& dir, int keep) {
-  const auto found = list_checkpoints(dir);
-  for (size_t i = static_cast<size_t>(std::max(keep, 0)); i < found.size(); ++i)
-    fs::remove(found[i].second);
-}
-
-std::vector<std::string> prepare_checkpoint_dir(const std::string& dir) {
-  std::error_code error;
-  fs::create_directories(dir, error);
-  RT_CHECK(!error, "--checkpoint-dir ", dir, ": cannot create it: ", error.message(),
-           "; choose a writable --checkpoint-dir");
-  const std::string probe = (fs::path(dir) / str_cat(".write-test-", getpid())).string();
-  const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  RT_CHECK(fd >= 0, "--checkpoint-dir ", dir,
-           " is not writable (creating a file there failed: ", std::strerror(errno),
-           "); choose a writable --checkpoint-dir");
-  RT_CHECK(close(fd) == 0 && unlink(probe.c_str()) == 0, "--checkpoint-dir ", dir,
-           ": removing the test file ", probe, " failed: ", std::strerror(errno));
-  std::vector<std::string> removed;
-  int64_t step = 0;
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (checkpoint_name(entry.path().filename().string(), ".h5.tmp", &step))
-      removed.push_back(entry.path().string());
-  for (const std::string& path : removed) fs::remove(path);
-  return removed;
 }
 
 }  // namespace ringtrain

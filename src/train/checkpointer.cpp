@@ -5,14 +5,18 @@
 #include <cstdio>
 
 #include "ringtrain/core/clock.hpp"
-
+#include "ringtrain/train/checkpoint_folder.hpp"
 #include "ringtrain/train/resume_position.hpp"
 #include "ringtrain/train/stop_signal.hpp"
 
 namespace ringtrain {
 
 Checkpointer::Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity)
-    : config_(config), comm_(comm), identity_(std::move(identity)), last_save_(Clock::now()) {}
+    : config_(config),
+      comm_(comm),
+      identity_(std::move(identity)),
+      rotation_(config.checkpoint_dir, config.keep_checkpoints, identity_),
+      last_save_(Clock::now()) {}
 
 RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor& momentum,
                                  LossScaler& scaler) {
@@ -38,6 +42,7 @@ RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor&
       path, saved.step, saved.epoch + 1, at.samples, at.batch_in_epoch, identity_.batch_per_rank,
       identity_.world_size);
   last_written_ = path;
+  if (mismatch.empty()) rotation_.trust(path);
   return {saved.step, saved.epoch, at.batch_in_epoch};
 }
 
@@ -146,7 +151,8 @@ void Checkpointer::write_and_verify(const std::string& path, Backend& backend,
     throw Error(str_cat("checkpoint ", path, " did not read back after writing (", e.what(),
                         "): removed it, the older checkpoints are kept"));
   }
-  prune_checkpoints(config_.checkpoint_dir, config_.keep_checkpoints);
+  rotation_.trust(path);
+  rotation_.prune(path);
   spdlog::info("checkpoint {} ({:.0f} MiB, written in {:.1f} s, read back in {:.1f} s)", path,
                bytes / 1048576.0, written_s, seconds_since(start) - written_s);
 }

@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/core/atomic_file.hpp"
+#include "ringtrain/core/input_file.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/train/model_file.hpp"
 #include "ringtrain/train/torchvision_names.hpp"
@@ -138,8 +141,10 @@ void export_checkpoint(const std::string& checkpoint, const std::string& out, bo
               " is the checkpoint itself: name another output file");
   RT_CHECK_AS(ConfigError, !fs::is_directory(out), "export: ", out,
               " is a folder: name the file to write in it");
-  RT_CHECK_AS(ConfigError, force || !fs::exists(out), "export: ", out,
+  const bool stream = is_output_stream(out, OutputKinds::files_and_streams, "export: ");
+  RT_CHECK_AS(ConfigError, stream || force || !fs::exists(out), "export: ", out,
               " exists: name another file, or add --force to replace it");
+  create_parent_folder(out, "export");
   CpuBackend cpu(1);
   const LoadedModel loaded = load_model(checkpoint, cpu);
   // Note: torch counts every training forward of a batch norm; ringtrain's run did step x
@@ -157,6 +162,7 @@ void export_checkpoint(const std::string& checkpoint, const std::string& out, bo
 }
 
 InitFrom init_from(const std::string& path, Backend& backend, ParameterSet& params) {
+  check_input_file(path, "--init-from", "a checkpoint or a .safetensors file");
   SafeTensors file;
   try {
     file = read_initial_weights(path);

@@ -9,13 +9,13 @@ data=$dir/data.h5 # what --data the runs get
 run_train() {
   local batch=(--batch-size 16)
   [[ " $* " == *" --batch-size "* ]] && batch=()
-  timeout 120 "$bin" train --data "$data" "${batch[@]}" "${model[@]}" "$@"
+  timeout -k 5 120 "$bin" train --data "$data" "${batch[@]}" "${model[@]}" "$@"
 }
 # run_train_np RANKS ARGS...: under mpirun, on $data.
 run_train_np() {
   local ranks=$1
   shift
-  timeout 120 "$mpiexec" -n "$ranks" --oversubscribe "$bin" train --data "$data" "${model[@]}" "$@"
+  timeout -k 5 120 "$mpiexec" -n "$ranks" --oversubscribe "$bin" train --data "$data" "${model[@]}" "$@"
 }
 
 # mount_tmpfs DIR KIB [ro]: a tmpfs of KIB KiB at DIR, or "skip" and exit 0 where mounting is not
@@ -33,4 +33,16 @@ mount_tmpfs() {
 # why on one `ringtrain: error:` line.
 exit_ok() {
   [ "$1" -ne 0 ] && [ "$1" -lt 124 ] && grep -q "ringtrain: .*error: " "$2"
+}
+
+# flip_bit FILE DATASET: flips the lowest bit of one byte in the middle of DATASET's raw data
+# (contiguous layout) in the checkpoint FILE.
+flip_bit() {
+  local offset size at byte
+  offset=$(h5dump -p -H -d "$2" "$1" | awk '/OFFSET/ {print $2}')
+  size=$(h5dump -p -H -d "$2" "$1" | awk '/SIZE/ {print $2; exit}')
+  at=$((offset + size / 2))
+  byte=$(od -An -tu1 -j "$at" -N1 "$1" | tr -d ' ')
+  printf "$(printf '\\%03o' $((byte ^ 1)))" | dd of="$1" bs=1 seek="$at" conv=notrunc status=none
+  echo "flipped a bit of byte $at of $1 (in $2 at $offset, $size bytes)"
 }

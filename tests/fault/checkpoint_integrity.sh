@@ -16,13 +16,7 @@ else
   fail "inspect of a good checkpoint" "$dir/inspect.log"
 fi
 
-# Flip the lowest bit of one byte in the middle of the dataset's raw data (contiguous layout).
-offset=$(h5dump -p -H -d "$dataset" "$newest" | awk '/OFFSET/ {print $2}')
-size=$(h5dump -p -H -d "$dataset" "$newest" | awk '/SIZE/ {print $2; exit}')
-at=$((offset + size / 2))
-byte=$(od -An -tu1 -j "$at" -N1 "$newest" | tr -d ' ')
-printf "$(printf '\\%03o' $((byte ^ 1)))" | dd of="$newest" bs=1 seek="$at" conv=notrunc status=none
-echo "flipped a bit of byte $at (in $dataset at $offset, $size bytes)"
+flip_bit "$newest" "$dataset"
 
 if "$bin" inspect "$newest" >"$dir/inspect.log" 2>&1; then
   fail "inspect accepted the corrupt checkpoint" "$dir/inspect.log"

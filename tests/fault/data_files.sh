@@ -8,19 +8,6 @@ source "$(dirname "$0")/common.sh"
 bin=$(realpath "$bin")
 fail_log=$dir/err
 
-# expect_error NAME EXPECTED_TEXT COMMAND...: COMMAND ends within 30 s with a clean non-zero
-# exit and EXPECTED_TEXT on stderr.
-expect_error() {
-  local name=$1 expected=$2
-  shift 2
-  local rc=0
-  (cd "$dir" && timeout 30 "$@") >"$dir/out" 2>"$dir/err" </dev/null || rc=$?
-  if [ "$rc" -eq 124 ]; then fail "$name: still running after 30 s"; return; fi
-  if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then fail "$name: exit status $rc"; return; fi
-  if ! grep -qF -- "$expected" "$dir/err"; then fail "$name: stderr lacks '$expected'"; return; fi
-  echo "ok   $name: $(head -n 1 "$dir/err")"
-}
-
 train=(train --steps 1 --depth 18 --width 0.125 --threads 1 --workers 1 --device cpu)
 
 mkfifo "$dir/pipe.h5"

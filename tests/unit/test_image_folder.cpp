@@ -492,7 +492,7 @@ TEST(ImageFolderErrors, OutputIsCheckedBeforeDecoding) {
   c.out = (dir / "train" / "a" / "bad.png" / "out.h5").string();  // a parent that is a file
   EXPECT_MENTIONS(import_error(c), "Not a directory");
   c.out = (dir / "train").string();
-  EXPECT_MENTIONS(import_error(c), "is a folder");
+  EXPECT_MENTIONS(import_error(c), "is a directory: it is not replaced");
   c.out = (dir / "exists.h5").string();
   std::ofstream(c.out) << "old";
   EXPECT_MENTIONS(import_error(c), c.out + ": exists: pass --force");

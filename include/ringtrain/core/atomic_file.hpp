@@ -1,5 +1,6 @@
 #pragma once
-// Files written so that no reader ever sees one half written.
+// Files written so that no reader ever sees one half written, and that never replace what is
+// not a file of the user's.
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -7,13 +8,30 @@
 
 namespace ringtrain {
 
-// Writes `image` to PATH.tmp with checked POSIX writes, fsyncs and closes it, renames it to
-// `path` and fsyncs the folder. On any failure the temporary file is removed and an Error
-// "cannot write PATH: ..." names the call and the system's reason (with the bytes needed and
-// free when the disk is full). `progress(bytes written, bytes in all)` is called after each
-// 64 MiB written, for the progress lines of large files.
+// What an output's path may name besides a regular file (or nothing yet).
+enum class OutputKinds {
+  files,              // a regular file only: a checkpoint
+  files_and_streams,  // also a FIFO or a character device (/dev/stdout, /dev/null), written through
+};
+
+// Checks what stands at `path` before an output is written there, and says whether it is a
+// stream to write through. Throws an Error naming the path when it is a directory, a block
+// device, a socket, a stream where only files are wanted, or a symbolic link to a regular file
+// (name the file itself to replace it). A link under /dev/ or /proc/ (/dev/stdout redirected to
+// a file) is a stream.
+// `what` starts the error's text ("export: ").
+bool is_output_stream(const std::string& path, OutputKinds kinds, const std::string& what = "");
+
+// Writes `image` as the whole of `path`. A regular file (or a new one) is replaced atomically:
+// the image goes to a temporary file beside it (TemporaryFile: created exclusively), written
+// with checked POSIX writes, fsynced, closed and renamed over `path`, and the folder fsynced; on
+// any failure the temporary file is removed. A stream is written through, appended to, as it
+// is. Errors read "cannot write PATH: ..." with the call and the system's reason (with the bytes
+// needed and free when the disk is full). `progress(bytes written, bytes in all)` is called
+// after each 64 MiB written, for the progress lines of large files.
 using WriteProgress = std::function<void(std::size_t done, std::size_t total)>;
 void write_file_atomically(const std::string& path, const std::vector<char>& image,
-                           const WriteProgress& progress = {});
+                           const WriteProgress& progress = {},
+                           OutputKinds kinds = OutputKinds::files_and_streams);
 
 }  // namespace ringtrain

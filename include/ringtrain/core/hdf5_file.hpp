@@ -47,7 +47,9 @@ void hdf5_check(int64_t status, const std::string& what);
 // to PATH.tmp with checked POSIX writes, fsynced, closed and renamed into place, and the folder
 // fsynced. On any failure the temporary file is removed and an Error names the call, the file
 // and the system's reason (with the bytes needed and free when the disk is full).
+// `kinds`: what `path` may name besides a regular file, as for write_file_atomically.
 void write_hdf5_atomically(const std::string& path, const std::function<void(hid_t file)>& fill,
-                           const WriteProgress& progress = {});
+                           const WriteProgress& progress = {},
+                           OutputKinds kinds = OutputKinds::files_and_streams);
 
 }  // namespace ringtrain

@@ -3,11 +3,19 @@
 #include <vector>
 
 #include "ringtrain/core/atomic_file.hpp"
+#include "ringtrain/core/error.hpp"
 #include "ringtrain/data/augment.hpp"
 #include "ringtrain/nn/parameters.hpp"
 #include "ringtrain/nn/resnet.hpp"
 
 namespace ringtrain {
+
+// A checkpoint whose bytes are damaged: torn, truncated, or a checksum that does not match.
+// (Other refusals, such as another format, are plain Errors: the file may be fine.)
+class CorruptCheckpoint : public Error {
+ public:
+  using Error::Error;
+};
 
 // Where a run stands and what it is, beside the tensors of a checkpoint.
 struct CheckpointMeta {
@@ -67,26 +75,11 @@ CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets = nu
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
                      Tensor& momentum);
 
-// Whether `path` is an HDF5 file with a checkpoint's layout (a /params group).
+// Whether `path` is a regular HDF5 file with a checkpoint's layout (a /params group).
 bool is_checkpoint(const std::string& path);
 
 // `ringtrain inspect` of a checkpoint: its meta, after verifying every dataset (throws naming
 // the first corrupt one).
 std::string inspect_checkpoint(const std::string& path);
-
-// DIR/ckpt-step00001234.h5
-std::string checkpoint_path(const std::string& dir, int64_t step);
-
-// The newest checkpoint of `dir` that reads back whole with matching checksums, or "" when
-// there is none; the ones skipped on the way are returned in `skipped` with the reason.
-std::string newest_checkpoint(const std::string& dir, std::vector<std::string>* skipped);
-
-// Removes all but the newest `keep` checkpoints of `dir`.
-void prune_checkpoints(const std::string& dir, int keep);
-
-// At start-up, before any training: creates `dir` when missing, checks that a file can be
-// written there (throws naming the folder and the system's reason), and removes the
-// checkpoint temporaries (ckpt-stepNNNNNNNN.h5.tmp) a crashed run left. Returns their paths.
-std::vector<std::string> prepare_checkpoint_dir(const std::string& dir);
 
 }  // namespace ringtrain

@@ -5,6 +5,7 @@
 #include "ringtrain/dist/communicator.hpp"
 #include "ringtrain/optim/loss_scaler.hpp"
 #include "ringtrain/train/checkpoint.hpp"
+#include "ringtrain/train/checkpoint_folder.hpp"
 #include "ringtrain/train/config.hpp"
 
 namespace ringtrain {
@@ -67,6 +68,7 @@ class Checkpointer {
   const TrainConfig& config_;
   Communicator& comm_;
   CheckpointMeta identity_;
+  CheckpointRotation rotation_;  // rank 0's
   std::chrono::steady_clock::time_point last_save_;
   std::string last_written_;
 };

@@ -1,0 +1,96 @@
+#include "ringtrain/core/temporary_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "ringtrain/core/error.hpp"
+
+namespace ringtrain {
+namespace {
+
+// Note: a signal handler may only call async-signal-safe functions, so the path to remove lives
+// in a fixed buffer, published through an atomic flag. One temporary file is covered at a time
+// (outputs are written one after the other); a second one is still removed on every error path,
+// only not at a signal.
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+char g_path[PATH_MAX];
+std::atomic<bool> g_armed{false};
+std::atomic<bool> g_slot_taken{false};
+struct sigaction g_previous[3];
+bool g_installed[3];
+
+void remove_and_die(int signal) {
+  if (g_armed.load()) unlink(g_path);
+  std::signal(signal, SIG_DFL);
+  raise(signal);
+}
+
+// Covers `path` against the default-action signals; false when another file already is.
+bool arm(const std::string& path) {
+  if (path.size() >= sizeof(g_path) || g_slot_taken.exchange(true)) return false;
+  std::memcpy(g_path, path.c_str(), path.size() + 1);
+  g_armed.store(true);
+  for (int i = 0; i < 3; ++i) {
+    struct sigaction action {};
+    action.sa_handler = remove_and_die;
+    sigemptyset(&action.sa_mask);
+    g_installed[i] = sigaction(kSignals[i], nullptr, &g_previous[i]) == 0 &&
+                     g_previous[i].sa_handler == SIG_DFL &&
+                     sigaction(kSignals[i], &action, nullptr) == 0;
+  }
+  return true;
+}
+
+void disarm() {
+  for (int i = 0; i < 3; ++i)
+    if (g_installed[i]) sigaction(kSignals[i], &g_previous[i], nullptr);
+  g_armed.store(false);
+  g_slot_taken.store(false);
+}
+
+std::string random_suffix() {
+  static std::atomic<unsigned> counter{0};
+  std::random_device device;
+  char text[16];
+  std::snprintf(text, sizeof(text), "%06x", (device() ^ (counter++ << 20)) & 0xffffff);
+  return text;
+}
+
+}  // namespace
+
+TemporaryFile::TemporaryFile(std::string target) : target_(std::move(target)) {
+  int error = EEXIST;
+  for (int attempt = 0; attempt < 100 && fd_ < 0 && error == EEXIST; ++attempt) {
+    path_ = target_ + ".tmp-" + random_suffix();
+    fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    error = errno;
+  }
+  RT_CHECK(fd_ >= 0, "creating the temporary file ", path_, " failed: ", std::strerror(error));
+  armed_ = arm(path_);
+}
+
+TemporaryFile::~TemporaryFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) unlink(path_.c_str());
+  if (armed_) disarm();
+}
+
+void TemporaryFile::commit() {
+  RT_CHECK(fsync(fd_) == 0, "fsync of ", path_, " failed: ", std::strerror(errno));
+  const int closed = ::close(fd_);
+  fd_ = -1;
+  RT_CHECK(closed == 0, "close of ", path_, " failed: ", std::strerror(errno));
+  RT_CHECK(std::rename(path_.c_str(), target_.c_str()) == 0, "rename of ", path_, " to ", target_,
+           " failed: ", std::strerror(errno));
+  committed_ = true;
+}
+
+}  // namespace ringtrain
