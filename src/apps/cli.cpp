@@ -92,6 +92,11 @@ const CLI::Validator kFilePath(
     },
     "FILE");
 
+std::string value_type(const CLI::Option& opt) {
+  const std::string type = opt.get_type_name();
+  return type.substr(0, type.find(':'));
+}
+
 CLI::Option* add_switch(CLI::App& cmd, const std::string& flag, bool& value,
                         const std::string& help) {
   const bool sets = flag.front() != '!';

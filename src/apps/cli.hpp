@@ -27,6 +27,10 @@ std::string workers_text(int workers);
 // A file path, never empty.
 extern const CLI::Validator kFilePath;
 
+// The type CLI11 reads an option's value into: "INT", "UINT", "FLOAT", "TEXT", ... (the start
+// of its type name, before what its checks describe).
+std::string value_type(const CLI::Option& opt);
+
 // Every flag bound to a setting also says what the setting holds now (its default function,
 // which --help shows as the default and a configuration file is written from: config_file.hpp).
 
