@@ -169,16 +169,22 @@ void check_unset(const ConfigFile& file, const Item& item, CLI::Option* opt,
   set_by.emplace(opt, item);
 }
 
-void set_from_file(CLI::Option* opt, const ConfigFile& file, const Item& item) {
-  const Kind kind = kind_of(*opt);
+// The text `opt` reads for the key's value, or a ConfigError naming the type it takes.
+std::string text_for(const CLI::Option& opt, const ConfigFile& file, const Item& item) {
+  const Kind kind = kind_of(opt);
   const std::optional<std::string> text = flag_text(kind, *item.node);
   RT_CHECK_AS(ConfigError, text.has_value(), file.where(item.line), "key '", item.key, "' takes ",
               kind_name(kind), ", not a TOML ", item.node->type());
+  return *text;
+}
+
+void set_from_file(CLI::Option* opt, const ConfigFile& file, const Item& item,
+                   const std::string& text) {
   try {
-    if (kind == Kind::boolean)
-      opt->add_result(opt->get_flag_value(item.key, *text));
+    if (opt->get_expected_min() == 0)
+      opt->add_result(opt->get_flag_value(item.key, text));
     else
-      opt->add_result(*text);
+      opt->add_result(text);
     opt->run_callback();
   } catch (const CLI::Error& e) {
     throw ConfigError(file.where(item.line) + e.what());
@@ -248,7 +254,9 @@ void apply_config_file(CLI::App& cmd) {
   for (const Item& item : items_in_file_order(file.table)) {
     CLI::Option* opt = option_for(cmd, file, item);
     check_unset(file, item, opt, set_by);
-    if (std::find(given.begin(), given.end(), opt) == given.end()) set_from_file(opt, file, item);
+    const std::string text = text_for(*opt, file, item);  // checked also where overridden
+    if (std::find(given.begin(), given.end(), opt) == given.end())
+      set_from_file(opt, file, item, text);
   }
 }
 

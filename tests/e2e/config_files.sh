@@ -196,6 +196,9 @@ not_toml bool_as_number 'no-eval = 1' "key 'no-eval' takes a boolean (true or fa
 not_toml string_as_number 'schedule = 1' "key 'schedule' takes a string (in double quotes), not a TOML integer"
 not_toml whole_as_float 'epochs = 2.5' "key 'epochs' takes a whole number, not a TOML floating-point"
 not_toml number_as_bool 'lr = true' "key 'lr' takes a number, not a TOML boolean"
+# A flag on the command line overrides the key, not its check.
+usage_error overridden_bool_as_string "$dir/bool_as_string.toml:1" "key 'nesterov' takes a boolean" -- \
+  train --config "$dir/bool_as_string.toml" --nesterov --print-config
 # A '#' inside a string is part of it (TOML), not a comment.
 printf 'data = "a#b.h5" # the data\n' >"$dir/comment.toml"
 print hash train --config "$dir/comment.toml"
