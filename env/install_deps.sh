@@ -16,7 +16,7 @@ packages=(
   "$jpeg_dev" libpng-dev
   libarchive-dev libssl-dev
   libopenblas-dev libdnnl-dev
-  libcli11-dev libspdlog-dev nlohmann-json3-dev
+  libcli11-dev libspdlog-dev nlohmann-json3-dev libtomlplusplus-dev
   libgtest-dev
   python3 python3-matplotlib python3-h5py python3-yaml python3-jsonschema
   graphviz shellcheck

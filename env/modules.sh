@@ -10,6 +10,6 @@ module load nccl/2.28        # sets NCCL_ROOT on most sites
 module load openmpi/4.1      # CUDA-aware builds are fine; ringtrain moves gradients with NCCL
 module load hdf5/1.14        # the C library (serial is enough)
 # Not usually provided as modules; install them with Spack (env/spack.yaml) or from the
-# distribution: CLI11, spdlog, nlohmann-json, GoogleTest, OpenBLAS, oneDNN.
+# distribution: CLI11, spdlog, nlohmann-json, toml++, GoogleTest, OpenBLAS, oneDNN.
 export CUDNN_ROOT=${CUDNN_ROOT:-${CUDNN_HOME:-}}
 export NCCL_ROOT=${NCCL_ROOT:-${NCCL_HOME:-}}

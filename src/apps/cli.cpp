@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -91,6 +92,37 @@ const CLI::Validator kFilePath(
       return value.empty() ? "an empty path: name a file" : "";
     },
     "FILE");
+
+std::string value_type(const CLI::Option& opt) {
+  const std::string type = opt.get_type_name();
+  return type.substr(0, type.find(':'));
+}
+
+// Note: CLI11 reads whole numbers as C does with base 0: "010" is octal 8, "08" an error and
+// "0x10" is 16. Dropping the leading zeros leaves only decimal digits for it to read.
+const CLI::Validator kDecimal(
+    [](std::string& value) -> std::string {
+      const size_t sign = value.size() > 1 && (value[0] == '-' || value[0] == '+') ? 1 : 0;
+      const std::string digits = value.substr(sign);
+      if (digits.size() > 1 && digits[0] == '0' &&
+          std::string("xXoObB").find(digits[1]) != std::string::npos)
+        return str_cat("'", value, "' is not a decimal number: write it in decimal digits");
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+        return "";  // not digits: the flag's own checks read it ("auto", "resnet50")
+      const size_t first = std::min(digits.find_first_not_of('0'), digits.size() - 1);
+      value = value.substr(0, sign) + digits.substr(first);
+      return "";
+    },
+    "");
+
+void decimal_integers(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string type = value_type(*opt);
+    // Note: a transform runs before the checks added earlier, which then see the decimal text.
+    if (type == "INT" || type == "UINT") opt->transform(kDecimal);
+  }
+  for (CLI::App* sub : app.get_subcommands({})) decimal_integers(*sub);
+}
 
 CLI::Option* add_switch(CLI::App& cmd, const std::string& flag, bool& value,
                         const std::string& help) {

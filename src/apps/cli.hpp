@@ -27,6 +27,15 @@ std::string workers_text(int workers);
 // A file path, never empty.
 extern const CLI::Validator kFilePath;
 
+// The type CLI11 reads an option's value into: "INT", "UINT", "FLOAT", "TEXT", ... (the start
+// of its type name, before what its checks describe).
+std::string value_type(const CLI::Option& opt);
+
+// Makes every whole-number option of `app` and its subcommands read decimal digits only, also
+// with leading zeros ("010" is 10); "0x", "0o" and "0b" numbers are refused. Called once, after
+// every option is added.
+void decimal_integers(CLI::App& app);
+
 // Every flag bound to a setting also says what the setting holds now (its default function,
 // which --help shows as the default and a configuration file is written from: config_file.hpp).
 

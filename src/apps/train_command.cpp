@@ -21,12 +21,14 @@ namespace {
 void add_model_flags(CLI::App& cmd, TrainConfig& c) {
   const std::map<std::string, int> models = {
       {"resnet18", 18}, {"resnet34", 34}, {"resnet50", 50}, {"resnet101", 101}, {"resnet152", 152}};
-  cmd.add_option("--model", c.model.depth, "resnet18 ... resnet152 (sets --depth)")
-      ->transform(CLI::CheckedTransformer(models, CLI::ignore_case))
-      ->default_function([] { return std::string(); });  // --depth holds it in a config file
-  add_setting(cmd, "--depth", c.model.depth, "ResNet depth: 18, 34, 50, 101, 152")
-      ->check(CLI::IsMember({18, 34, 50, 101, 152}))
-      ->capture_default_str();
+  CLI::Option* model =
+      cmd.add_option("--model", c.model.depth, "resnet18 ... resnet152 (sets --depth)")
+          ->transform(CLI::CheckedTransformer(models, CLI::ignore_case))
+          ->default_function([] { return std::string(); });  // --depth holds it in a config file
+  // Both set the depth: one of them, in a config file or on the command line.
+  model->excludes(add_setting(cmd, "--depth", c.model.depth, "ResNet depth: 18, 34, 50, 101, 152")
+                      ->check(CLI::IsMember({18, 34, 50, 101, 152}))
+                      ->capture_default_str());
   add_setting(cmd, "--width", c.model.width, "channel width multiplier")
       ->check(real(limits::kMinWidth, limits::kMaxWidth))
       ->capture_default_str();

@@ -13,6 +13,7 @@
 #include "ringtrain/core/hdf5_attributes.hpp"
 #include "ringtrain/core/hdf5_file.hpp"
 #include "ringtrain/core/input_file.hpp"
+#include "ringtrain/train/loaded_values.hpp"
 
 namespace ringtrain {
 namespace {
@@ -408,7 +409,9 @@ void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& pa
   std::vector<float> values;
   for (const Section& s : all) {
     for (const ParamInfo& info : *s.infos) {
-      read_verified(file.get(), path, str_cat("/", s.group, "/", info.name), values);
+      const std::string name = str_cat("/", s.group, "/", info.name);
+      read_verified(file.get(), path, name, values);
+      check_loaded_values("checkpoint: " + path, name, values.data(), values.size());
       Tensor host = Tensor::zeros(info.shape, DType::f32);
       std::copy(values.begin(), values.end(), static_cast<float*>(host.raw()));
       Tensor dst = s.flat.slice(info.offset, info.shape);

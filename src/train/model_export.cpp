@@ -11,6 +11,7 @@
 #include "ringtrain/core/input_file.hpp"
 #include "ringtrain/core/output_file.hpp"
 #include "ringtrain/core/version.hpp"
+#include "ringtrain/train/loaded_values.hpp"
 #include "ringtrain/train/model_file.hpp"
 #include "ringtrain/train/torchvision_names.hpp"
 
@@ -42,9 +43,17 @@ std::string describe_file(const SafeTensors& file) {
                  m.at("classes"), " classes)");
 }
 
-// The initial weights in `path`: a checkpoint's model in torchvision's names, or the file's.
+// The initial weights in `path`: a checkpoint's model in torchvision's names (load_model checks
+// its values), or the file's.
 SafeTensors read_initial_weights(const std::string& path) {
-  if (!is_checkpoint(path)) return read_safetensors(path);
+  if (!is_checkpoint(path)) {
+    SafeTensors file = read_safetensors(path);
+    for (const SafeTensor& t : file.tensors)
+      if (t.dtype == SafeDType::f32)
+        check_loaded_values("safetensors: " + path, t.name, t.floats(),
+                            static_cast<size_t>(t.numel()));
+    return file;
+  }
   CpuBackend cpu(1);
   const LoadedModel loaded = load_model(path, cpu);
   SafeTensors file = torchvision_state(cpu, loaded.model->parameters(), 0);

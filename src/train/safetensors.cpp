@@ -1,9 +1,12 @@
 #include "ringtrain/train/safetensors.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -15,8 +18,9 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// Headers beyond this are refused unread: a garbage length must not allocate gigabytes.
-constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
+// Headers beyond this are refused unread, as the format's reference reader (Hugging Face's
+// safetensors) refuses them: a garbage length must not allocate gigabytes.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 size_t dtype_bytes(SafeDType t) {
   return t == SafeDType::f32 ? 4 : 8;
@@ -78,9 +82,25 @@ SafeDType parse_dtype(const std::string& path, const std::string& name, const js
                       "torch before saving)"));
 }
 
-// One tensor of the header, its bytes taken from `data` (`size` bytes after the header).
+// The bytes [begin, end) of the data (after the header) a tensor's data_offsets name.
+struct ByteRange {
+  std::string tensor;
+  uint64_t begin = 0, end = 0;
+};
+
+// numel x the dtype's bytes, or an Error when that overflows 64 bits.
+uint64_t tensor_bytes(const std::string& where, const SafeTensor& t) {
+  uint64_t bytes = dtype_bytes(t.dtype);
+  for (const int64_t d : t.shape)
+    RT_CHECK(!__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes), where, ": shape ",
+             shape_str(t.shape), " holds more bytes than 64 bits count");
+  return bytes;
+}
+
+// One tensor of the header, without its bytes; where they are in the data (`size` bytes after
+// the header) in `range`.
 SafeTensor parse_tensor(const std::string& path, const std::string& name, const json& entry,
-                        const char* data, uint64_t size) {
+                        uint64_t size, ByteRange& range) {
   const std::string where = str_cat("safetensors: ", path, ": tensor ", name);
   RT_CHECK(entry.is_object(), where, ": its header entry is not a JSON object");
   SafeTensor t;
@@ -91,19 +111,73 @@ SafeTensor parse_tensor(const std::string& path, const std::string& name, const 
              entry.at("shape").dump(), " is not a list of sizes");
     t.shape.push_back(d.get<int64_t>());
   }
-  const json& range = entry.at("data_offsets");
-  RT_CHECK(range.is_array() && range.size() == 2 && range[0].is_number_unsigned() &&
-               range[1].is_number_unsigned(),
-           where, ": data_offsets ", range.dump(), " is not [begin, end]");
-  const uint64_t begin = range[0].get<uint64_t>(), end = range[1].get<uint64_t>();
-  RT_CHECK(begin <= end && end <= size, where, ": data_offsets [", begin, ", ", end,
-           "] point past the end of the data (", size, " bytes): the file is truncated or corrupt");
-  const uint64_t expected = static_cast<uint64_t>(t.numel()) * dtype_bytes(t.dtype);
-  RT_CHECK(end - begin == expected, where, ": data_offsets [", begin, ", ", end, "] hold ",
-           end - begin, " bytes, its shape ", shape_str(t.shape), " of ", dtype_name(t.dtype),
-           " needs ", expected);
-  t.bytes.assign(data + begin, data + end);
+  const json& offsets = entry.at("data_offsets");
+  RT_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
+               offsets[1].is_number_unsigned(),
+           where, ": data_offsets ", offsets.dump(), " is not [begin, end]");
+  range = {name, offsets[0].get<uint64_t>(), offsets[1].get<uint64_t>()};
+  RT_CHECK(range.begin <= range.end && range.end <= size, where, ": data_offsets [", range.begin,
+           ", ", range.end, "] point past the end of the data (", size,
+           " bytes): the file is truncated or corrupt");
+  const uint64_t expected = tensor_bytes(where, t);
+  RT_CHECK(range.end - range.begin == expected, where, ": data_offsets [", range.begin, ", ",
+           range.end, "] hold ", range.end - range.begin, " bytes, its shape ", shape_str(t.shape),
+           " of ", dtype_name(t.dtype), " needs ", expected);
   return t;
+}
+
+// The format's layout rule, as its reference reader checks it: in the order of their offsets,
+// the tensors lie back to back from the first byte of the data to its last, with no gap, no
+// overlap and no byte left over. A header length off by a byte or offsets written wrong would
+// otherwise load every tensor from the wrong bytes without an error.
+void check_layout(const std::string& path, std::vector<ByteRange> ranges, uint64_t data_size) {
+  std::stable_sort(ranges.begin(), ranges.end(), [](const ByteRange& a, const ByteRange& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
+  const std::string rule =
+      ": safetensors tensors lie back to back in the data, in the order of their offsets, and "
+      "cover it whole; the file is corrupt, or its writer broke the format";
+  uint64_t at = 0;
+  std::string after = "the start of the data";
+  for (const ByteRange& r : ranges) {
+    const std::string where = str_cat("safetensors: ", path, ": tensor ", r.tensor,
+                                      ": data_offsets [", r.begin, ", ", r.end, "] ");
+    RT_CHECK(r.begin >= at, where, "overlap the bytes of ", after, ", which end at byte ", at,
+             rule);
+    RT_CHECK(r.begin == at, where, "leave bytes [", at, ", ", r.begin, ") after ", after, " unused",
+             rule);
+    at = r.end;
+    after = "tensor " + r.tensor;
+  }
+  RT_CHECK(at == data_size, "safetensors: ", path, ": the tensors end at byte ", at, " of the ",
+           data_size, "-byte data: ", data_size - at,
+           " bytes after them belong to no tensor (a wrong header length, or bytes appended)",
+           rule);
+}
+
+// The header's JSON, refusing a key given twice in one object (a JSON parser keeps one of the
+// two silently).
+json parse_json(const std::string& path, const char* begin, const char* end) {
+  std::vector<std::set<std::string>> keys;  // of each object open at this point of the text
+  std::string duplicate;
+  const json::parser_callback_t note_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    if (event == json::parse_event_t::object_end) keys.pop_back();
+    if (event == json::parse_event_t::key &&
+        !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json header;
+  try {
+    header = json::parse(begin, end, note_keys);
+  } catch (const json::exception& e) {
+    throw Error(str_cat("safetensors: ", path, ": the header is not JSON (", e.what(),
+                        "): not a safetensors file, or corrupt"));
+  }
+  RT_CHECK(duplicate.empty(), "safetensors: ", path, ": the header names '", duplicate,
+           "' twice: each tensor (and each key of an entry) must be named once");
+  return header;
 }
 
 // The header of the file `bytes`, checked for length and JSON; the data size in `data_size`.
@@ -111,17 +185,16 @@ json parse_header(const std::string& path, const std::vector<char>& bytes, uint6
   RT_CHECK(bytes.size() >= 8, "safetensors: ", path, " is ", bytes.size(),
            " bytes long, too short for a safetensors file (an 8-byte header length first)");
   const uint64_t n = get_u64(bytes.data());
-  RT_CHECK(n <= kMaxHeaderBytes && n <= bytes.size() - 8, "safetensors: ", path,
-           ": the header length ", n, " does not fit the file of ", bytes.size(),
+  RT_CHECK(n <= kMaxHeaderBytes, "safetensors: ", path, ": the header length ", n,
+           " is over the format's limit of ", kMaxHeaderBytes,
+           " bytes: not a safetensors file, or corrupt");
+  RT_CHECK(n <= bytes.size() - 8, "safetensors: ", path, ": the header length ", n,
+           " does not fit the file of ", bytes.size(),
            " bytes: not a safetensors file, or truncated");
-  json header;
-  try {
-    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n));
-  } catch (const json::exception& e) {
-    throw Error(str_cat("safetensors: ", path, ": the header is not JSON (", e.what(),
-                        "): not a safetensors file, or corrupt"));
-  }
-  RT_CHECK(header.is_object(), "safetensors: ", path, ": the header is not a JSON object");
+  RT_CHECK(n > 0 && bytes[8] == '{', "safetensors: ", path,
+           ": the header does not start with '{': not a safetensors file, or corrupt");
+  // Note: a header that starts with '{' and parses is a JSON object.
+  const json header = parse_json(path, bytes.data() + 8, bytes.data() + 8 + n);
   data_size = bytes.size() - 8 - n;
   return header;
 }
@@ -165,10 +238,12 @@ SafeTensors read_safetensors(const std::string& path) {
   const json header = parse_header(path, bytes, data_size);
   const char* data = bytes.data() + (bytes.size() - data_size);
   SafeTensors file;
+  std::vector<ByteRange> ranges;
   try {
     for (const auto& [name, entry] : header.items()) {
       if (name != "__metadata__") {
-        file.tensors.push_back(parse_tensor(path, name, entry, data, data_size));
+        ranges.emplace_back();
+        file.tensors.push_back(parse_tensor(path, name, entry, data_size, ranges.back()));
         continue;
       }
       for (const auto& [key, value] : entry.items()) {
@@ -181,6 +256,9 @@ SafeTensors read_safetensors(const std::string& path) {
     throw Error(str_cat("safetensors: ", path, ": a header entry lacks dtype, shape or ",
                         "data_offsets, or has the wrong kind of value (", e.what(), ")"));
   }
+  check_layout(path, ranges, data_size);
+  for (size_t i = 0; i < ranges.size(); ++i)
+    file.tensors[i].bytes.assign(data + ranges[i].begin, data + ranges[i].end);
   return file;
 }
 

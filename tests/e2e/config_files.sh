@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configuration files: `train --config FILE` takes any flag from TOML and the command line
-# overrides it; a bad file is a usage error (exit 2) naming the file and the key; --print-config
+# overrides it; a bad file (not TOML, or a value of the wrong type for its flag) is a usage error
+# (exit 2) naming the file, the line and the key; --print-config
 # writes the effective configuration (the CPU quick configuration and the device chosen
 # included), which reads back to the same text; the checkpoints and the run summary keep it,
 # and a run started from the summary's or the checkpoint's copy ends with the same loss, bit
@@ -85,18 +86,27 @@ has override "lr = 0.07"
 has override "depth = 34"
 has override "no-eval = true"
 has override "momentum = 0.8"
+printf 'model = "ResNet50"\nworkers = "auto"\n' >"$dir/model.toml"
+print model_key train --config "$dir/model.toml"
+has model_key "depth = 50"
+has model_key 'workers = "auto"'
+print model_over train --config "$dir/model.toml" --depth 34
+has model_over "depth = 34"
 
 # 3. --print-config round trip: print, read it back, print again: the same text.
 print again train --config "$dir/file.toml"
 cmp -s "$dir/file.toml" "$dir/again.toml" || fail "print -> --config -> print changed the text"
 # The same for the values written specially: --workers auto, a hidden test flag that was given,
-# a setting left at 0 (--steps), and numbers CLI11 would round to 6 digits.
+# a setting left at 0 (--steps), numbers CLI11 would round to 6 digits, a seed beyond TOML's
+# integers (a string) and a path with TOML's special characters (escaped).
 print special train --workers auto --debug-fail-rank 3 --lr 0.123456789012345 \
-  --weight-decay 1e-7 --epochs 3
+  --weight-decay 1e-7 --epochs 3 --seed 18446744073709551615 --data "$dir/a#b 'c' \"d\".h5"
 has special 'workers = "auto"'
 has special "debug-fail-rank = 3"
 has special "lr = 0.123456789012345"
 has special "weight-decay = 1e-07"
+has special 'seed = "18446744073709551615"'
+has special "data = \"$dir/a#b 'c' \\\"d\\\".h5\""
 grep -q "^steps = " "$dir/special.toml" && fail "--steps 0 (unset) was written"
 grep -qE "^debug-(fail|hang|startup|loader|comm|eval)" "$dir/again.toml" && fail "hidden flags not given were written"
 print special_again train --config "$dir/special.toml"
@@ -131,19 +141,26 @@ printf 'lr = -1\n' >"$dir/bad_lr.toml"
 usage_error bad_number "$dir/bad_lr.toml" "lr = -1" "must be > 0" -- \
   train --config "$dir/bad_lr.toml" --print-config
 printf 'schedule = "linear"\n' >"$dir/bad_name.toml"
-usage_error bad_choice "$dir/bad_name.toml" "schedule = linear" -- \
+usage_error bad_choice "$dir/bad_name.toml:1: schedule = \"linear\"" -- \
   train --config "$dir/bad_name.toml" --print-config
 printf 'nesterov = maybe\n' >"$dir/bad_switch.toml"
-usage_error bad_switch "$dir/bad_switch.toml" "nesterov = maybe" -- \
+usage_error bad_switch "$dir/bad_switch.toml:1: nesterov = maybe" -- \
   train --config "$dir/bad_switch.toml" --print-config
 printf 'lr = 0.1\nmomentum = 0.5\nlr = 0.3\n' >"$dir/twice.toml"
-usage_error key_twice "$dir/twice.toml" "key 'lr' sets --lr, which an earlier key" -- \
+usage_error key_twice "$dir/twice.toml:3: lr = 0.3" "redefine existing floating-point 'lr'" -- \
   train --config "$dir/twice.toml" --print-config
-printf 'lr = 0.1\nlr = 0.2\n' >"$dir/two_values.toml"
-usage_error two_values "$dir/two_values.toml" "lr = 0.1, 0.2" -- \
-  train --config "$dir/two_values.toml" --print-config
+printf 'no-bn-decay = true\ndecay-bn-and-bias = true\n' >"$dir/alias_twice.toml"
+usage_error alias_twice "$dir/alias_twice.toml:2" \
+  "keys 'no-bn-decay' (line 1) and 'decay-bn-and-bias' (line 2) set the same setting" -- \
+  train --config "$dir/alias_twice.toml" --print-config
+printf 'model = "resnet50"\nlr = 0.1\ndepth = 18\n' >"$dir/model_and_depth.toml"
+usage_error model_and_depth "$dir/model_and_depth.toml:3" \
+  "keys 'model' (line 1) and 'depth' (line 3) set the same setting" -- \
+  train --config "$dir/model_and_depth.toml" --print-config
+usage_error model_and_depth_flags "--model excludes --depth" -- \
+  train --model resnet50 --depth 18 --print-config
 printf '[train]\nlr = 0.1\n' >"$dir/section.toml"
-usage_error section "$dir/section.toml" "section [train]" -- \
+usage_error section "$dir/section.toml:1" "key 'train.lr'" "sections and dotted keys" -- \
   train --config "$dir/section.toml" --print-config
 printf 'train.lr = 0.1\n' >"$dir/dotted.toml"
 usage_error dotted "$dir/dotted.toml" "key 'train.lr'" -- \
@@ -155,10 +172,37 @@ usage_error missing_file "$dir/absent ü.toml" "no such file" -- \
   train --config "$dir/absent ü.toml"
 usage_error folder "not a regular file" -- train --config "$dir"
 head -c 4096 "$data" >"$dir/binary.toml"
-usage_error binary_file "$dir/binary.toml" "unknown key" -- \
+usage_error binary_file "$dir/binary.toml:1" "(the file is TOML" -- \
   train --config "$dir/binary.toml" --print-config
-usage_error unwritable_value "--print-config: cannot write --data 'a#b.h5'" -- \
-  train --data 'a#b.h5' --print-config
+usage_error unwritable_value "--print-config: cannot write --data" -- \
+  train --data "$(printf 'a\377.h5')" --print-config
+
+# TOML as its specification has it: what is not TOML, and a value of a type its flag does not
+# take, are refused naming the file, the line and the key (and the type the flag takes).
+# not_toml NAME TEXT EXPECTED...: a file holding TEXT, then `momentum = 0.5`, is refused.
+not_toml() {
+  local name=$1 text=$2
+  shift 2
+  printf '%s\nmomentum = 0.5\n' "$text" >"$dir/$name.toml"
+  usage_error "$name" "$dir/$name.toml:1: $text" "$@" -- \
+    train --config "$dir/$name.toml" --print-config
+}
+not_toml unterminated_string 'data = "tiny.h5' "Error while parsing string"
+not_toml unquoted_string 'schedule = cosine' "Error while parsing"
+not_toml upper_case_true 'nesterov = TRUE' "Error while parsing boolean"
+not_toml leading_zero 'epochs = 010' "leading zeroes are prohibited"
+not_toml bool_as_string 'nesterov = "yes"' "key 'nesterov' takes a boolean (true or false), not a TOML string"
+not_toml bool_as_number 'no-eval = 1' "key 'no-eval' takes a boolean (true or false), not a TOML integer"
+not_toml string_as_number 'schedule = 1' "key 'schedule' takes a string (in double quotes), not a TOML integer"
+not_toml whole_as_float 'epochs = 2.5' "key 'epochs' takes a whole number, not a TOML floating-point"
+not_toml number_as_bool 'lr = true' "key 'lr' takes a number, not a TOML boolean"
+# A flag on the command line overrides the key, not its check.
+usage_error overridden_bool_as_string "$dir/bool_as_string.toml:1" "key 'nesterov' takes a boolean" -- \
+  train --config "$dir/bool_as_string.toml" --nesterov --print-config
+# A '#' inside a string is part of it (TOML), not a comment.
+printf 'data = "a#b.h5" # the data\n' >"$dir/comment.toml"
+print hash train --config "$dir/comment.toml"
+has hash 'data = "a#b.h5"'
 usage_error inspect_dataset "is not a checkpoint" -- inspect "$data" --print-config
 : >"$dir/empty.toml"
 print empty train --config "$dir/empty.toml"

@@ -36,6 +36,7 @@ PROVIDERS = {
     "find_package(CLI11)": (("cli11",), ("libcli11-dev",)),
     "find_package(spdlog)": (("spdlog",), ("libspdlog-dev",)),
     "find_package(nlohmann_json)": (("nlohmann-json",), ("nlohmann-json3-dev",)),
+    "find_package(tomlplusplus)": (("tomlplusplus",), ("libtomlplusplus-dev",)),
     "find_package(JPEG)": (
         ("libjpeg-turbo", "libjpeg"),
         ("libjpeg62-turbo-dev", "libjpeg-turbo8-dev", "libjpeg-dev"),

@@ -3,13 +3,16 @@
 // fit are refused, naming the tensor.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/train/model_export.hpp"
+#include "ringtrain/train/model_file.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {
@@ -157,6 +160,79 @@ TEST(InitFrom, AFileThatDoesNotFitIsRefusedNamingTheFirstTensor) {
   std::ofstream(garbage) << "garbage";
   EXPECT_NE(init_error(garbage, small_config()).find(str_cat("--init-from ", garbage, ": ")),
             std::string::npos);
+}
+
+// `file` with the value at `index` of the tensor `name` replaced by `value`, at `path`.
+std::string with_value(SafeTensors file, const std::string& name, size_t index, float value,
+                       const std::string& path) {
+  for (SafeTensor& t : file.tensors)
+    if (t.name == name) std::memcpy(t.bytes.data() + 4 * index, &value, 4);
+  write_safetensors(path, file);
+  return path;
+}
+
+TEST(InitFrom, NonFiniteWeightsAndNegativeVariancesInAFileAreRefusedNamingTheTensor) {
+  CpuBackend cpu(1);
+  ResNet source(small_config(), cpu, DType::f32, 3);
+  const std::string exported = temp_path("values.safetensors");
+  export_checkpoint(checkpoint_of(source, cpu, "values.h5"), exported, false);
+  const SafeTensors file = read_safetensors(exported);
+  const std::string bad = temp_path("bad values.safetensors");
+  const std::string nan =
+      init_error(with_value(file, "conv1.weight", 3, std::numeric_limits<float>::quiet_NaN(), bad),
+                 small_config());
+  EXPECT_NE(nan.find(str_cat("--init-from ", bad, ": safetensors: ", bad,
+                             ": tensor conv1.weight holds nan at index 3 of 216, not a finite "
+                             "number: the file is corrupt")),
+            std::string::npos)
+      << nan;
+  EXPECT_NE(init_error(with_value(file, "fc.bias", 9, -INFINITY, bad), small_config())
+                .find("tensor fc.bias holds -inf at index 9 of 10, not a finite number"),
+            std::string::npos);
+  EXPECT_NE(init_error(with_value(file, "layer1.0.bn2.running_var", 2, -0.5f, bad), small_config())
+                .find("tensor layer1.0.bn2.running_var holds -0.5 at index 2 of 8, a negative "
+                      "batch-norm running variance"),
+            std::string::npos);
+  // Negative values are weights' own; a variance of 0 is a variance.
+  EXPECT_EQ(init_error(with_value(file, "layer1.0.bn2.weight", 2, -0.5f, bad), small_config()),
+            "no error");
+  EXPECT_EQ(init_error(with_value(file, "layer1.0.bn2.running_var", 2, 0.0f, bad), small_config()),
+            "no error");
+}
+
+TEST(InitFrom, NonFiniteWeightsAndNegativeVariancesInACheckpointAreRefusedNamingTheTensor) {
+  CpuBackend cpu(1);
+  ResNet source(small_config(), cpu, DType::f32, 3);
+  ParameterSet& p = source.parameters();
+  const ParamInfo& weight = p.param_infos().at(1);
+  p.flat_params().data<float>()[weight.offset + 5] = INFINITY;
+  const std::string inf = checkpoint_of(source, cpu, "inf.h5");
+  EXPECT_NE(init_error(inf, small_config())
+                .find(str_cat("checkpoint: ", inf, ": tensor /params/", weight.name,
+                              " holds inf at index 5")),
+            std::string::npos)
+      << init_error(inf, small_config());
+  p.flat_params().data<float>()[weight.offset + 5] = 1.0f;
+  const ParamInfo* variance = nullptr;
+  for (const ParamInfo& info : p.buffer_infos())
+    if (!variance && info.name.find("running_var") != std::string::npos) variance = &info;
+  ASSERT_NE(variance, nullptr);
+  p.flat_buffers().data<float>()[variance->offset + 1] = -2.0f;
+  const std::string negative = checkpoint_of(source, cpu, "negative.h5");
+  // Every path that loads a checkpoint: --init-from, and load_model (eval, predict, export) and
+  // --resume through load_checkpoint.
+  EXPECT_NE(init_error(negative, small_config())
+                .find(str_cat("checkpoint: ", negative, ": tensor /buffers/", variance->name,
+                              " holds -2 at index 1 of ")),
+            std::string::npos);
+  try {
+    load_model(negative, cpu);
+    ADD_FAILURE() << "load_model loaded a negative running variance";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a negative batch-norm running variance"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Export, AnExistingOutputIsReplacedOnlyWithForce) {

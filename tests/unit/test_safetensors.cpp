@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
@@ -77,7 +78,9 @@ TEST(Safetensors, BrokenFilesAreRefusedWithTheProblemNamed) {
   write_bytes(path, "");
   EXPECT_NE(read_error(path).find("too short for a safetensors file"), std::string::npos);
   write_bytes(path, "this is not a safetensors file at all");
-  EXPECT_NE(read_error(path).find("does not fit the file"), std::string::npos);
+  EXPECT_NE(read_error(path).find("the header length 2338328219631577204 is over the format's "
+                                  "limit"),
+            std::string::npos);
   EXPECT_FALSE(is_safetensors(path));
   write_bytes(path, raw_file("{\"a\": [", "", 7));
   EXPECT_NE(read_error(path).find("the header is not JSON"), std::string::npos);
@@ -103,6 +106,92 @@ TEST(Safetensors, BrokenFilesAreRefusedWithTheProblemNamed) {
   write_bytes(path, raw_file(bare, std::string(4, '\0'), bare.size()));
   EXPECT_NE(read_error(path).find("lacks dtype, shape or data_offsets"), std::string::npos);
   EXPECT_NE(read_error(temp_path("absent.safetensors")).find("cannot open"), std::string::npos);
+}
+
+// A header of F32 tensors NAME -> [begin, end) (each shape [bytes / 4]), in the order given.
+std::string header_of(const std::vector<std::pair<std::string, std::pair<int, int>>>& tensors) {
+  std::string header = "{";
+  for (const auto& [name, range] : tensors)
+    header += str_cat(header.size() > 1 ? "," : "", "\"", name, "\":{\"dtype\":\"F32\",\"shape\":[",
+                      (range.second - range.first) / 4, "],\"data_offsets\":[", range.first, ",",
+                      range.second, "]}");
+  return header + "}";
+}
+
+// The error reading a file of `header` (its true length) and `data` bytes, or "no error".
+std::string layout_error(const std::string& header, size_t data) {
+  const std::string path = temp_path("layout.safetensors");
+  write_bytes(path, raw_file(header, std::string(data, '\0'), header.size()));
+  return read_error(path);
+}
+
+TEST(Safetensors, TheLayoutIsTheReferenceReadersTensorsBackToBackOverTheWholeData) {
+  // Accepted: any header order, and an empty tensor anywhere.
+  EXPECT_EQ(layout_error(header_of({{"b", {8, 16}}, {"a", {0, 8}}, {"e", {16, 16}}}), 16),
+            "no error");
+  EXPECT_NE(layout_error(header_of({{"a", {0, 16}}, {"b", {0, 16}}}), 32)
+                .find("tensor b: data_offsets [0, 16] overlap the bytes of tensor a, which end "
+                      "at byte 16: safetensors tensors lie back to back"),
+            std::string::npos);
+  EXPECT_NE(layout_error(header_of({{"a", {0, 16}}, {"b", {8, 24}}}), 24)
+                .find("tensor b: data_offsets [8, 24] overlap the bytes of tensor a, which end "
+                      "at byte 16"),
+            std::string::npos);
+  EXPECT_NE(layout_error(header_of({{"a", {0, 8}}, {"b", {12, 20}}}), 20)
+                .find("tensor b: data_offsets [12, 20] leave bytes [8, 12) after tensor a unused"),
+            std::string::npos);
+  EXPECT_NE(layout_error(header_of({{"a", {4, 12}}}), 12)
+                .find("tensor a: data_offsets [4, 12] leave bytes [0, 4) after the start of the "
+                      "data unused"),
+            std::string::npos);
+  const std::string trailing = layout_error(header_of({{"a", {0, 8}}}), 9);
+  EXPECT_NE(trailing.find("the tensors end at byte 8 of the 9-byte data: 1 bytes after them "
+                          "belong to no tensor"),
+            std::string::npos)
+      << trailing;
+  EXPECT_NE(trailing.find(temp_path("layout.safetensors")), std::string::npos);
+}
+
+TEST(Safetensors, AHeaderLengthOneByteShortIsRefusedNotReadMisaligned) {
+  SafeTensors file;
+  const float values[3] = {1.0f, 2.0f, 3.0f};
+  file.tensors = {f32_tensor("a", {3}, values), f32_tensor("b", {3}, values)};
+  const std::string path = temp_path("short.safetensors");
+  write_safetensors(path, file);
+  std::vector<char> bytes = file_bytes(path);
+  ASSERT_EQ(bytes[8 + bytes[0] - 1], ' ');  // the header ends in padding: JSON without it
+  --bytes[0];
+  write_bytes(path, std::string(bytes.begin(), bytes.end()));
+  EXPECT_NE(read_error(path).find("the tensors end at byte 24 of the 25-byte data"),
+            std::string::npos)
+      << read_error(path);
+}
+
+TEST(Safetensors, TheHeaderIsOneJsonObjectOfBoundedLengthWithNoKeyTwice) {
+  const std::string path = temp_path("header.safetensors");
+  const std::string twice = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                            R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+  write_bytes(path, raw_file(twice, std::string(8, '\0'), twice.size()));
+  EXPECT_NE(read_error(path).find("the header names 'a' twice"), std::string::npos)
+      << read_error(path);
+  const std::string field = R"({"a":{"dtype":"F32","shape":[1],"shape":[2],"data_offsets":[0,4]}})";
+  write_bytes(path, raw_file(field, std::string(4, '\0'), field.size()));
+  EXPECT_NE(read_error(path).find("the header names 'shape' twice"), std::string::npos);
+  const std::string meta = R"({"__metadata__":{"k":"1","k":"2"}})";
+  write_bytes(path, raw_file(meta, "", meta.size()));
+  EXPECT_NE(read_error(path).find("the header names 'k' twice"), std::string::npos);
+  write_bytes(path, raw_file("", "{}", 100'000'001));
+  EXPECT_NE(read_error(path).find("the header length 100000001 is over the format's limit of "
+                                  "100000000 bytes"),
+            std::string::npos);
+  write_bytes(path, raw_file(" {}", "", 3));
+  EXPECT_NE(read_error(path).find("the header does not start with '{'"), std::string::npos);
+  write_bytes(path, raw_file("[]", "", 2));
+  EXPECT_NE(read_error(path).find("the header does not start with '{'"), std::string::npos);
+  const std::string huge = R"({"a":{"dtype":"F32","shape":[1099511627775,1099511627775],)"
+                           R"("data_offsets":[0,4]}})";
+  write_bytes(path, raw_file(huge, std::string(4, '\0'), huge.size()));
+  EXPECT_NE(read_error(path).find("holds more bytes than 64 bits count"), std::string::npos);
 }
 
 // torchvision's state_dict of resnet<depth>(num_classes=10) as `NAME [SHAPE]` lines.

@@ -68,10 +68,12 @@ CheckpointMeta read_checkpoint_meta(const std::string& path);
 CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets = nullptr);
 
 // The parameters (also refreshing their compute copy), momentum and buffers of a checkpoint,
-// each checked against its checksum. Before anything is loaded, every tensor's name, shape and
-// dtype are checked against the model's: a checkpoint of another model is an Error naming the
-// first tensor that differs (as the model names it), its shape in the checkpoint and in the
-// model, the model the checkpoint was written by and the remedy.
+// each checked against its checksum and for values no training writes (check_loaded_values: a
+// NaN, an infinity, a negative running variance; an Error naming the file and the dataset). Before
+// anything is loaded, every tensor's name, shape and dtype are checked against the model's: a
+// checkpoint of another model is an Error naming the first tensor that differs (as the model names
+// it), its shape in the checkpoint and in the model, the model the checkpoint was written by and
+// the remedy.
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
                      Tensor& momentum);
 

@@ -35,7 +35,8 @@ struct InitFrom {
 // model) by those of `path`, a safetensors file in torchvision's names (what export writes) or a
 // ringtrain checkpoint, and refreshes the compute copy. Every tensor of the model must be in the
 // file with the same shape and the file must hold no other, or an Error names the first that
-// differs, both shapes, the file and the remedy, before anything is loaded. The one exception:
+// differs, both shapes, the file and the remedy, before anything is loaded; so does a NaN, an
+// infinity or a negative running variance in the file (check_loaded_values). The one exception:
 // when only the classifier's class count differs, fc.weight and fc.bias keep their fresh values
 // (said at info level).
 InitFrom init_from(const std::string& path, Backend& backend, ParameterSet& params);

@@ -16,8 +16,8 @@ struct LoadedModel {
 };
 
 // Builds the ResNet the checkpoint at `path` describes on `backend` (computing in `dtype`) and
-// loads its parameters and buffers, every checksum verified. Throws an Error naming the file when
-// it is not a readable checkpoint of this ringtrain's format.
+// loads its parameters and buffers, every checksum and value verified (load_checkpoint). Throws
+// an Error naming the file when it is not a readable checkpoint of this ringtrain's format.
 LoadedModel load_model(const std::string& path, Backend& backend, DType dtype = DType::f32);
 
 }  // namespace ringtrain

@@ -39,9 +39,12 @@ SafeTensor i64_scalar(const std::string& name, int64_t value);
 // naming the file and the failing call.
 void write_safetensors(const std::string& path, const SafeTensors& file);
 
-// Reads and checks a safetensors file: the header's length, its JSON, every tensor's dtype (F32
-// or I64, else an Error naming the tensor and its dtype), shape and byte range (within the file,
-// numel x dtype bytes long). Throws an Error naming the file and the first problem.
+// Reads and checks a safetensors file as the format's reference reader does: the header's
+// length (at most 100 MB, within the file), its JSON (an object, starting with '{', no key twice),
+// every tensor's dtype (F32 or I64, else an Error naming the tensor and its dtype), shape and
+// byte range (numel x dtype bytes long), and the layout: in the order of their offsets the
+// tensors lie back to back and cover the data whole (no gap, no overlap, no trailing byte).
+// Throws an Error naming the file, the tensor where one is at fault, and the rule broken.
 SafeTensors read_safetensors(const std::string& path);
 
 // Whether `path` starts like a safetensors file: a header length that fits the file, then '{'.
