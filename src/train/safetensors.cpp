@@ -12,6 +12,7 @@
 
 #include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/input_file.hpp"
 
 namespace ringtrain {
 namespace {
@@ -61,15 +62,34 @@ std::string header_text(const SafeTensors& file) {
   return text;
 }
 
+// Refuses a file whose first bytes (`start`, up to 9 of the file's `size`) are not an 8-byte
+// header length that fits the file and the first byte of a JSON object.
+void check_start(const std::string& path, const std::vector<char>& start, uint64_t size) {
+  RT_CHECK(size >= 8, "safetensors: ", path, " is ", size,
+           " bytes long, too short for a safetensors file (an 8-byte header length first)");
+  const uint64_t n = get_u64(start.data());
+  RT_CHECK(n <= kMaxHeaderBytes, "safetensors: ", path, ": the header length ", n,
+           " is over the format's limit of ", kMaxHeaderBytes,
+           " bytes: not a safetensors file, or corrupt");
+  RT_CHECK(n <= size - 8, "safetensors: ", path, ": the header length ", n,
+           " does not fit the file of ", size, " bytes: not a safetensors file, or truncated");
+  RT_CHECK(n > 0 && start[8] == '{', "safetensors: ", path,
+           ": the header does not start with '{': not a safetensors file, or corrupt");
+}
+
+// The whole file, read only once its first bytes pass check_start (so a large file of another
+// kind is refused without reading it).
 std::vector<char> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const auto size = static_cast<uint64_t>(check_input_file(path, "safetensors:", "a file"));
+  std::ifstream in(path, std::ios::binary);
   RT_CHECK(in, "safetensors: cannot open ", path, ": ", std::strerror(errno));
-  const std::streamoff size = in.tellg();
-  RT_CHECK(size >= 0, "safetensors: cannot tell the size of ", path);
-  std::vector<char> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  RT_CHECK(in.read(bytes.data(), size), "safetensors: reading ", path, " failed after ",
-           in.gcount(), " of ", size, " bytes");
+  std::vector<char> bytes(std::min<uint64_t>(size, 9));
+  RT_CHECK(in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())), "safetensors: ",
+           "reading ", path, " failed at its first bytes");
+  check_start(path, bytes, size);
+  bytes.resize(size);
+  RT_CHECK(in.read(bytes.data() + 9, static_cast<std::streamsize>(size - 9)), "safetensors: ",
+           "reading ", path, " failed after ", 9 + in.gcount(), " of ", size, " bytes");
   return bytes;
 }
 
@@ -180,19 +200,10 @@ json parse_json(const std::string& path, const char* begin, const char* end) {
   return header;
 }
 
-// The header of the file `bytes`, checked for length and JSON; the data size in `data_size`.
+// The header of the file `bytes` (whose start passed check_start), checked as JSON; the data
+// size in `data_size`.
 json parse_header(const std::string& path, const std::vector<char>& bytes, uint64_t& data_size) {
-  RT_CHECK(bytes.size() >= 8, "safetensors: ", path, " is ", bytes.size(),
-           " bytes long, too short for a safetensors file (an 8-byte header length first)");
   const uint64_t n = get_u64(bytes.data());
-  RT_CHECK(n <= kMaxHeaderBytes, "safetensors: ", path, ": the header length ", n,
-           " is over the format's limit of ", kMaxHeaderBytes,
-           " bytes: not a safetensors file, or corrupt");
-  RT_CHECK(n <= bytes.size() - 8, "safetensors: ", path, ": the header length ", n,
-           " does not fit the file of ", bytes.size(),
-           " bytes: not a safetensors file, or truncated");
-  RT_CHECK(n > 0 && bytes[8] == '{', "safetensors: ", path,
-           ": the header does not start with '{': not a safetensors file, or corrupt");
   // Note: a header that starts with '{' and parses is a JSON object.
   const json header = parse_json(path, bytes.data() + 8, bytes.data() + 8 + n);
   data_size = bytes.size() - 8 - n;
