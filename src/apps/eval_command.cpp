@@ -9,6 +9,7 @@
 
 #include "cli.hpp"
 #include "ringtrain/core/exit_codes.hpp"
+#include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
@@ -103,7 +104,8 @@ void evaluate(const EvalCommand& c, World& world) {
   if (!world.is_root()) return;
   std::fputs(format_report(c, e, loaded.meta.class_names).c_str(), stdout);
   if (!c.out.empty())
-    write_text_file(c.out, report_json(c, e, loaded.meta.class_names).dump(2) + "\n", "eval --out");
+    write_text_file(c.out, json_text(report_json(c, e, loaded.meta.class_names), 2) + "\n",
+                    "eval --out");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print(stderr, "eval: {} images on {} rank(s) in {:.2f} s\n", e.count, world.size(), seconds);

@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "ringtrain/core/exit_codes.hpp"
+#include "ringtrain/core/json_text.hpp"
 #include "ringtrain/train/config.hpp"
 #include "ringtrain/train/inference.hpp"
 
@@ -78,8 +79,9 @@ int run_predict_command(const PredictCommand& c) {
   LoadedModel loaded = load_model(c.checkpoint, *backend, backend->compute_dtype());
   const std::vector<Prediction> predictions = predict_images(loaded, *backend, c.images, c.top);
   const std::vector<std::string>& names = loaded.meta.class_names;
-  const std::string out = c.json ? predictions_json(c.checkpoint, predictions, names).dump(2) + "\n"
-                                 : format_text(predictions, names);
+  const std::string out =
+      c.json ? json_text(predictions_json(c.checkpoint, predictions, names), 2) + "\n"
+             : format_text(predictions, names);
   std::fputs(out.c_str(), stdout);
   int failed = 0;
   for (const Prediction& p : predictions)

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
 
 namespace ringtrain {
@@ -115,7 +116,7 @@ json chrome_trace(const TraceRows& rows, int rank, const std::string& process_la
 
 void write_chrome_trace(const std::string& path, const TraceRows& rows, int rank,
                         const std::string& process_label, const TraceClock& clock) {
-  write_text_file(path, chrome_trace(rows, rank, process_label, clock).dump() + "\n",
+  write_text_file(path, json_text(chrome_trace(rows, rank, process_label, clock)) + "\n",
                   "--trace-dir");
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/prof/report.hpp"
@@ -158,7 +159,7 @@ void write_diagnosis(const std::string& path, const ProbeResults& p, const Verdi
       {"verdict", v.bound},
       {"reason", v.reason},
       {"advice", v.advice}};
-  write_text_file(path, j.dump(2) + "\n", "diagnose --summary");
+  write_text_file(path, json_text(j, 2) + "\n", "diagnose --summary");
 }
 
 ProbeResults run_probes(const TrainConfig& requested) {

@@ -9,6 +9,7 @@
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/input_file.hpp"
+#include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/train/loaded_values.hpp"
@@ -135,8 +136,7 @@ std::map<std::string, std::string> export_metadata(const CheckpointMeta& meta,
           {"in_channels", std::to_string(c.in_channels)},
           {"image_height", std::to_string(meta.image_height)},
           {"image_width", std::to_string(meta.image_width)},
-          {"class_names", nlohmann::json(meta.class_names)
-                              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+          {"class_names", json_text(meta.class_names)},
           {"norm_mean", json_floats(meta.norm.mean)},
           {"norm_std", json_floats(meta.norm.std)},
           {"ringtrain_version", RINGTRAIN_VERSION},

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ringtrain/core/host.hpp"
+#include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/prof/report.hpp"
@@ -119,7 +120,7 @@ void RunReport::begin(int64_t start_step, const std::string& resumed_from) {
                                  {"step", start_step},
                                  {"checkpoint", resumed_from},
                                  {"time", utc_now()}};
-  metrics_ << marker.dump() << "\n";
+  metrics_ << json_text(marker) << "\n";
   check_output(metrics_, config_.metrics_path, "--metrics");
 }
 
@@ -183,7 +184,7 @@ void RunReport::epoch_done(const EpochMetrics& m) {
                             {"gpu_util_mean", percent_or_null(m.gpu_util_mean)},
                             {"gpu_util_min", percent_or_null(m.gpu_util_min)},
                             {"gpus", gpus_json(m.gpus)}};
-  metrics_ << j.dump() << "\n";
+  metrics_ << json_text(j) << "\n";
   check_output(metrics_, config_.metrics_path, "--metrics");
 }
 
@@ -241,7 +242,7 @@ void RunReport::run_done(const TrainResult& r) {
       {"final_loss",
        r.step_losses.empty() ? nlohmann::json() : nlohmann::json(r.step_losses.back())}};
   j.update(provenance(config_, r));
-  write_text_file(config_.summary_path, j.dump(2) + "\n", "--summary");
+  write_text_file(config_.summary_path, json_text(j, 2) + "\n", "--summary");
 }
 
 }  // namespace ringtrain

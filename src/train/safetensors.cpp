@@ -13,6 +13,7 @@
 #include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/input_file.hpp"
+#include "ringtrain/core/json_text.hpp"
 
 namespace ringtrain {
 namespace {
@@ -55,7 +56,7 @@ std::string header_text(const SafeTensors& file) {
     offset += t.bytes.size();
   }
   // Invalid UTF-8 in a name or a metadata text becomes U+FFFD rather than failing the export.
-  std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string text = json_text(header);
   // Padded with spaces to a multiple of 8 bytes, as the reference writer does: the data then
   // starts aligned, so a reader may view it in place.
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -84,12 +85,13 @@ std::vector<char> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   RT_CHECK(in, "safetensors: cannot open ", path, ": ", std::strerror(errno));
   std::vector<char> bytes(std::min<uint64_t>(size, 9));
-  RT_CHECK(in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())), "safetensors: ",
-           "reading ", path, " failed at its first bytes");
+  RT_CHECK(in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())),
+           "safetensors: ", "reading ", path, " failed at its first bytes");
   check_start(path, bytes, size);
   bytes.resize(size);
-  RT_CHECK(in.read(bytes.data() + 9, static_cast<std::streamsize>(size - 9)), "safetensors: ",
-           "reading ", path, " failed after ", 9 + in.gcount(), " of ", size, " bytes");
+  RT_CHECK(in.read(bytes.data() + 9, static_cast<std::streamsize>(size - 9)),
+           "safetensors: ", "reading ", path, " failed after ", 9 + in.gcount(), " of ", size,
+           " bytes");
   return bytes;
 }
 

@@ -15,6 +15,7 @@
 #include "ringtrain/backend/op_checks.hpp"
 #include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/json_text.hpp"
 
 namespace ringtrain {
 namespace {
@@ -200,7 +201,7 @@ void ConvAlgoFile::write(const Entries& entries) {
               {"cudnn", context_.cudnn_version},
               {"entries", json::array()}};
   for (const auto& [k, c] : entries) doc["entries"].push_back(entry_json(k, c));
-  const std::string text = doc.dump(1) + "\n";
+  const std::string text = json_text(doc, 1) + "\n";
   write_file_atomically(path_, std::vector<char>(text.begin(), text.end()));
 }
 
