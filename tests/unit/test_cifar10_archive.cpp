@@ -138,6 +138,8 @@ TEST(CifarArchiveErrors, BrokenArchivesAreRefusedNamingTheMember) {
   EXPECT_MENTIONS(import_error(c), c.archive +
                                        ": cifar-10-batches-py/data_batch_2: pickle: byte 2, "
                                        "opcode GLOBAL (0x63): global os.system is not allowed");
+  c.archive = make_archive(dir, "py2", "empty");
+  EXPECT_MENTIONS(import_error(c), c.archive + ": cifar-10-batches-py/test_batch: holds no images");
   for (const std::string format : {"p4", "bin"}) {
     c.archive = make_archive(dir, format, "label");
     EXPECT_MENTIONS(import_error(c), "data_batch_4" + std::string(format == "bin" ? ".bin" : "") +
