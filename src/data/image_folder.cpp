@@ -10,8 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <new>
 
+#include "ringtrain/core/checked_math.hpp"
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/memory_budget.hpp"
 #include "ringtrain/core/thread_pool.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/image_decode.hpp"
@@ -143,15 +146,50 @@ StoredSize stored_size(const ImportConfig& c, const SplitListing& train) {
   return size;
 }
 
-void decode_into(const std::string& path, const StoredSize& size, uint8_t* out) {
-  RgbImage image = decode_image(path);
-  if (size.resize) image = resize_and_crop(image, size.height, size.width);
-  RT_CHECK(image.height == size.height && image.width == size.width, kWhat, path, ": ",
-           image.height, "x", image.width, " pixels (height x width), but the first image, ",
-           size.first, ", is ", size.height, "x", size.width,
-           ": pass --size HxW to bring every image to one size (scaled to cover it, then "
-           "centre-cropped)");
-  std::memcpy(out, image.pixels.data(), image.pixels.size());
+// Note: the import holds every stored image, then builds the HDF5 file in memory and copies it
+// out: three times the images at the end. Checked before any image is decoded.
+void check_dataset_fits(int64_t images, const StoredSize& size) {
+  const int64_t bytes =
+      checked_mul(images, int64_t{size.height} * size.width * 3, "import-images: stored bytes");
+  check_fits_memory(checked_mul(bytes, 3, "import-images: bytes held"),
+                    str_cat(kWhat, images, " images of ", size.height, "x", size.width,
+                            " RGB, with the HDF5 file built from them in memory,"),
+                    size.resize ? "pass a smaller --size, or import fewer images"
+                                : "pass --size HxW to store them smaller, or import fewer images");
+}
+
+// The bytes the decodes in flight may hold together: half of what the memory limit leaves beside
+// the stored images (the rest is for the threads, the files read and the allocator's slack).
+int64_t decode_budget(int64_t stored_bytes) {
+  return std::max<int64_t>(1, (memory_limit().bytes - stored_bytes) / 2);
+}
+
+// Decodes one image into `out`, its decode (and resize) holding bytes of `budget` until done:
+// a large source image waits for room rather than many being decoded at once.
+void decode_into(const std::string& path, const StoredSize& size, MemoryBudget& budget,
+                 uint8_t* out) {
+  MemoryBudget::Lease lease;
+  int64_t held = 0;
+  const auto reserve = [&](int height, int, int64_t bytes) {
+    held = bytes + (size.resize ? resize_bytes(height, size.width) : 0);
+    lease = budget.take(held);
+  };
+  try {
+    const RgbImage image = decode_image(path, reserve);
+    if (size.resize) {
+      resize_and_crop(image, size.height, size.width, out);
+      return;
+    }
+    RT_CHECK(image.height == size.height && image.width == size.width, kWhat, path, ": ",
+             image.height, "x", image.width, " pixels (height x width), but the first image, ",
+             size.first, ", is ", size.height, "x", size.width,
+             ": pass --size HxW to bring every image to one size (scaled to cover it, then "
+             "centre-cropped)");
+    std::memcpy(out, image.pixels.data(), image.pixels.size());
+  } catch (const std::bad_alloc&) {
+    throw Error(str_cat(kWhat, path, ": out of memory decoding it (", held / 1000000,
+                        " MB with its resize): lower --workers, or shrink the image first"));
+  }
 }
 
 // One file to decode and where its pixels go.
@@ -163,7 +201,8 @@ struct DecodeJob {
 // Note: each thread takes the next job in order and writes only that job's pixels, so the
 // result does not depend on the thread count. After a failure the threads stop taking jobs; the
 // error of the earliest failed file among those tried is thrown.
-void decode_all(const std::vector<DecodeJob>& jobs, const StoredSize& size, const ImportConfig& c) {
+void decode_all(const std::vector<DecodeJob>& jobs, const StoredSize& size, MemoryBudget& budget,
+                const ImportConfig& c) {
   const int64_t total = static_cast<int64_t>(jobs.size());
   const int64_t step = std::max<int64_t>(1, total / 100);
   std::atomic<int64_t> next{0}, done{0};
@@ -174,7 +213,7 @@ void decode_all(const std::vector<DecodeJob>& jobs, const StoredSize& size, cons
   const auto worker = [&](int64_t, int64_t) {
     for (int64_t i = next++; i < total && !failed; i = next++) {
       try {
-        decode_into(*jobs[i].path, size, jobs[i].out);
+        decode_into(*jobs[i].path, size, budget, jobs[i].out);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mutex);
         if (i < first_failure) error = e.what();
@@ -275,6 +314,9 @@ ImageFolder load_image_folder(const ImportConfig& c) {
   const SplitListing train = list_split(root, "train"), test = list_split(root, "test");
   check_same_classes(train, test, root);
   const StoredSize size = stored_size(c, train);
+  const auto images = static_cast<int64_t>(train.files.size() + test.files.size());
+  check_dataset_fits(images, size);
+  MemoryBudget budget(decode_budget(images * size.height * size.width * 3));
   ImageFolder folder;
   folder.data.class_names = train.classes;
   folder.data.train = blank_split(train, size);
@@ -282,7 +324,7 @@ ImageFolder load_image_folder(const ImportConfig& c) {
   std::vector<DecodeJob> jobs;
   add_jobs(train, folder.data.train, jobs);
   add_jobs(test, folder.data.test, jobs);
-  decode_all(jobs, size, c);
+  decode_all(jobs, size, budget, c);
   folder.skipped = train.skipped + test.skipped;
   folder.first_skipped = train.skipped > 0 ? train.first_skipped : test.first_skipped;
   return folder;
