@@ -92,6 +92,12 @@ const CLI::Validator kFilePath(
     },
     "FILE");
 
+const CLI::Validator kFolderPath(
+    [](std::string& value) -> std::string {
+      return value.empty() ? "an empty path: name a folder" : "";
+    },
+    "DIR");
+
 CLI::Option* add_switch(CLI::App& cmd, const std::string& flag, bool& value,
                         const std::string& help) {
   const bool sets = flag.front() != '!';

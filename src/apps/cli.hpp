@@ -26,6 +26,8 @@ CLI::Validator workers_or_auto();
 std::string workers_text(int workers);
 // A file path, never empty.
 extern const CLI::Validator kFilePath;
+// A folder path, never empty.
+extern const CLI::Validator kFolderPath;
 
 // Every flag bound to a setting also says what the setting holds now (its default function,
 // which --help shows as the default and a configuration file is written from: config_file.hpp).

@@ -9,8 +9,10 @@
 #include <new>
 #include <optional>
 
+#include "ringtrain/core/class_names.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/md5.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/pickle_reader.hpp"
@@ -169,6 +171,9 @@ void take_member(CifarFormat format, int slot, const std::vector<uint8_t>& bytes
                            : cifar10_class_names(std::string(bytes.begin(), bytes.end()));
     RT_CHECK(m.class_names.size() == kCifarClasses, what, ": ", m.class_names.size(),
              " class names, expected ", kCifarClasses);
+    for (size_t k = 0; k < m.class_names.size(); ++k)
+      check_class_name(m.class_names[k], str_cat(what, ": class name ", k),
+                       "a damaged or modified archive? download it again");
     return;
   }
   m.batches[slot] = cifar10_split();
@@ -256,6 +261,7 @@ Dataset read_cifar10_archive(const std::string& path, CifarFormat& format,
 }
 
 CifarImportSummary import_cifar10_archive(const CifarImportConfig& c) {
+  check_output_outside(c.out, c.archive, kWhat);  // --force would replace the archive
   check_output_file(c.out, c.force, kWhat);
   const auto report = [&](const std::string& line) {
     if (c.report) c.report(line);

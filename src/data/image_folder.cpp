@@ -13,8 +13,10 @@
 #include <new>
 
 #include "ringtrain/core/checked_math.hpp"
+#include "ringtrain/core/class_names.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/memory_budget.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/core/thread_pool.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/image_decode.hpp"
@@ -33,12 +35,13 @@ struct ImageFile {
   int32_t label = 0;
 };
 
-// A split's class folders and image files in ImageFolder's order, and the files passed over.
+// A split's class folders and image files in ImageFolder's order, the files passed over, and
+// the links to folders inside class folders (not followed).
 struct SplitListing {
   std::vector<std::string> classes;
   std::vector<ImageFile> files;
-  int64_t skipped = 0;
-  std::string first_skipped;
+  int64_t skipped = 0, links = 0;
+  std::string first_skipped, first_link;
 };
 
 bool has_image_name(const fs::path& file) {
@@ -47,8 +50,12 @@ bool has_image_name(const fs::path& file) {
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
+void count(int64_t& n, std::string& first, const fs::path& file) {
+  if (n++ == 0) first = file.string();
+}
+
 void skip(SplitListing& listing, const fs::path& file) {
-  if (listing.skipped++ == 0) listing.first_skipped = file.string();
+  count(listing.skipped, listing.first_skipped, file);
 }
 
 // "DIR: no such folder" or the system's reason; empty when `dir` is a folder.
@@ -72,21 +79,27 @@ std::vector<std::string> class_folders(const fs::path& split, SplitListing& list
       skip(listing, it->path());
   }
   RT_CHECK(!ec, kWhat, split.string(), ": cannot be listed: ", ec.message());
+  for (const std::string& name : names)
+    check_class_name(name, str_cat(kWhat, escape_text(split.string()), ": class folder"),
+                     "rename the folder");
   std::sort(names.begin(), names.end());
   return names;
 }
 
-// The images of one class folder and its subfolders (links to folders followed, as os.walk's
-// followlinks), sorted by folder, then by name (ImageFolder walks sorted(os.walk(...)) and sorts
-// each folder's names). A file with an image name is an image whatever it is: decoding says why
-// it cannot be read.
+// The images of one class folder and its subfolders, sorted by folder, then by name
+// (ImageFolder walks sorted(os.walk(...)) and sorts each folder's names). A file with an image
+// name is an image whatever it is: decoding says why it cannot be read.
+// Note: links to folders inside a class folder are counted, not followed (os.walk's followlinks
+// would): a link to the folder itself or above lists its images again at every depth, and two
+// such links make the walk exponential.
 void list_class(const fs::path& folder, int32_t label, SplitListing& listing) {
   std::vector<std::pair<std::string, std::string>> found;  // (folder, name)
   std::error_code ec, entry_ec;
-  const auto options = fs::directory_options::follow_directory_symlink;
-  for (fs::recursive_directory_iterator it(folder, options, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (it->is_directory(entry_ec)) continue;
+  for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(entry_ec)) {
+      if (it->is_symlink(entry_ec)) count(listing.links, listing.first_link, it->path());
+      continue;
+    }
     if (has_image_name(it->path()))
       found.emplace_back(it->path().parent_path().string(), it->path().filename().string());
     else
@@ -327,16 +340,30 @@ ImageFolder load_image_folder(const ImportConfig& c) {
   decode_all(jobs, size, budget, c);
   folder.skipped = train.skipped + test.skipped;
   folder.first_skipped = train.skipped > 0 ? train.first_skipped : test.first_skipped;
+  folder.links = train.links + test.links;
+  folder.first_link = train.links > 0 ? train.first_link : test.first_link;
   return folder;
 }
 
 ImportSummary import_image_folder(const ImportConfig& c) {
+  // Note: an output inside a split folder would be read as a (corrupt) image by the next import.
+  for (const char* split : {"train", "test"})
+    check_output_outside(c.out, (fs::path(c.dir) / split).string(), kWhat);
   check_output_file(c.out, c.force, kWhat);
   const ImageFolder folder = load_image_folder(c);
   const Dataset& d = folder.data;
   write_hdf5_dataset(c.out, d, c.gzip, provenance(d, c.dir));
-  return {d.train.count,  d.test.count,  folder.skipped,      d.classes(),
-          d.train.height, d.train.width, folder.first_skipped};
+  ImportSummary s;
+  s.train = d.train.count;
+  s.test = d.test.count;
+  s.skipped = folder.skipped;
+  s.links = folder.links;
+  s.classes = d.classes();
+  s.height = d.train.height;
+  s.width = d.train.width;
+  s.first_skipped = folder.first_skipped;
+  s.first_link = folder.first_link;
+  return s;
 }
 
 }  // namespace ringtrain
