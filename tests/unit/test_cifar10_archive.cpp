@@ -148,7 +148,7 @@ TEST(CifarArchiveErrors, BrokenArchivesAreRefusedNamingTheMember) {
                         ": class name 3 'c\\xffat' is not valid UTF-8");
   }
   c.archive = make_archive(dir, "py2", "ok");
-  CifarImportConfig same = c;  // the output the archive itself: refused, even with --force
+  CifarImportConfig same = c;  // the output is the archive itself: refused, even with --force
   same.out = same.archive;
   same.force = true;
   EXPECT_EQ(import_error(same), "data import-cifar: " + c.archive + " is " + c.archive +
