@@ -124,6 +124,12 @@ void decimal_integers(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) decimal_integers(*sub);
 }
 
+const CLI::Validator kFolderPath(
+    [](std::string& value) -> std::string {
+      return value.empty() ? "an empty path: name a folder" : "";
+    },
+    "DIR");
+
 CLI::Option* add_switch(CLI::App& cmd, const std::string& flag, bool& value,
                         const std::string& help) {
   const bool sets = flag.front() != '!';

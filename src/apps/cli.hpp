@@ -26,6 +26,8 @@ CLI::Validator workers_or_auto();
 std::string workers_text(int workers);
 // A file path, never empty.
 extern const CLI::Validator kFilePath;
+// A folder path, never empty.
+extern const CLI::Validator kFolderPath;
 
 // The type CLI11 reads an option's value into: "INT", "UINT", "FLOAT", "TEXT", ... (the start
 // of its type name, before what its checks describe).

@@ -64,7 +64,9 @@ void add_import_command(CLI::App& data, ToolCommands& t) {
       "import-images",
       "convert a folder of images in class folders (DIR/train/<class>/*.png|jpg|jpeg and "
       "DIR/test/<class>/..., as torchvision's ImageFolder reads them) to HDF5");
-  t.import_images->add_option("dir", c.dir, "folder holding train/ and test/")->required();
+  t.import_images->add_option("dir", c.dir, "folder holding train/ and test/")
+      ->required()
+      ->check(kFolderPath);
   t.import_images->add_option("out", c.out, "HDF5 file to write")->required()->check(kFilePath);
   t.import_images->add_option("--workers", c.workers, "decoding threads (default: all cores)")
       ->check(whole(1, limits::kMaxWorkers))
@@ -107,6 +109,12 @@ void run_import(const ToolCommands& t) {
                "import-images: skipped {} files that are not .png, .jpg or .jpeg images in a "
                "class folder (the first: {})\n",
                s.skipped, s.first_skipped);
+  if (s.links > 0)
+    fmt::print(stderr,
+               "import-images: warning: did not follow {} links to folders inside class folders "
+               "(the first: {}): import what they link to as folders of their own, or copy it "
+               "in\n",
+               s.links, s.first_link);
 }
 
 void add_import_cifar_command(CLI::App& data, ToolCommands& t) {

@@ -20,6 +20,22 @@ void create_parent_folder(const std::string& path, const std::string& flag) {
            error.message(), "; choose a writable path");
 }
 
+void check_output_outside(const std::string& out, const std::string& input,
+                          const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path at = fs::weakly_canonical(fs::absolute(out, error), error);
+  if (error) return;  // Note: a path that cannot be resolved is refused when it is written
+  for (bool first = true;; first = false) {
+    std::error_code differs;  // either path missing: not the same
+    RT_CHECK_AS(ConfigError, !fs::equivalent(at, input, differs), what, out,
+                first ? " is " : " lies inside ", input,
+                ", which this command reads: write the output elsewhere");
+    if (at == at.parent_path()) return;
+    at = at.parent_path();
+  }
+}
+
 std::ofstream open_output(const std::string& path, const std::string& flag, bool append) {
   create_parent_folder(path, flag);
   errno = 0;

@@ -6,10 +6,13 @@
 #include <array>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <optional>
 
+#include "ringtrain/core/class_names.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/md5.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/pickle_reader.hpp"
@@ -23,9 +26,16 @@ constexpr const char* kWhat = "data import-cifar: ";
 const std::string kNotTarGz =
     "cannot be read as a tar.gz archive (not one, or a truncated or damaged download? fetch it "
     "again)";
-constexpr int kBatches = 6;                               // data_batch_1..5, then test_batch
-constexpr int kMembers = kBatches + 1;                    // and the class names
-constexpr la_int64_t kMaxMember = la_int64_t{256} << 20;  // an official member is ~31 MB
+constexpr int kBatches = 6;             // data_batch_1..5, then test_batch
+constexpr int kMembers = kBatches + 1;  // and the class names
+// What a CIFAR archive can hold: 60 000 images in all (CIFAR-10 and CIFAR-100 alike), at most
+// 50 000 in one file (CIFAR-100's train batch; an official CIFAR-10 batch holds 10 000).
+// Note: the bounds are checked before the memory is taken, so that a small crafted archive
+// cannot make the import hold gigabytes.
+constexpr int64_t kMaxImages = 60000;
+constexpr int64_t kMaxBatchImages = 50000;
+// A member's bytes: the largest file's pixels, and room for each image's label and file name.
+constexpr la_int64_t kMaxMember = kMaxBatchImages * (kCifarImageBytes + 256);
 
 const char* folder(CifarFormat f) {
   return f == CifarFormat::python ? "cifar-10-batches-py/" : "cifar-10-batches-bin/";
@@ -79,8 +89,9 @@ ArchivePtr open_archive(const std::string& path) {
 
 std::vector<uint8_t> read_member(archive* a, archive_entry* entry, const std::string& what) {
   RT_CHECK(archive_entry_size_is_set(entry) && archive_entry_size(entry) <= kMaxMember, what,
-           ": a member of ", archive_entry_size(entry),
-           " bytes, more than any CIFAR-10 file: not an official archive");
+           ": a member of ", archive_entry_size(entry), " bytes, more than the ", kMaxMember,
+           " bytes any CIFAR file takes (", kMaxBatchImages, " images of ", kCifarImageBytes,
+           " bytes, with their labels and names): not an official archive (download it again)");
   std::vector<uint8_t> bytes(static_cast<size_t>(archive_entry_size(entry)));
   size_t done = 0;
   while (done < bytes.size()) {
@@ -105,12 +116,19 @@ void append_python_batch(const std::vector<uint8_t>& bytes, const std::string& w
                !data->fortran_order,
            what, ": its data is ", data ? pickle_kind_name(data->kind) : "missing",
            data ? " " + data->dtype : "", ", expected a uint8 array [N, 3072] in C order");
+  RT_CHECK(data->shape[0] > 0, what,
+           ": holds no images (an official batch holds 10000): a damaged or modified archive? "
+           "download it again");
+  RT_CHECK(data->shape[0] <= kMaxBatchImages, what, ": holds ", data->shape[0],
+           " images, more than the ", kMaxBatchImages,
+           " of any CIFAR file: not an official archive (download it again)");
   RT_CHECK(labels && (labels->kind == PickleKind::list || labels->kind == PickleKind::tuple) &&
                static_cast<int64_t>(labels->items.size()) == data->shape[0],
            what, ": its labels are ", labels ? pickle_kind_name(labels->kind) : "missing", " of ",
            labels ? labels->items.size() : 0, " items, expected a list of ", data->shape[0],
            " integers");
   const auto* pixels = reinterpret_cast<const uint8_t*>(data->bytes.data());
+  split.images.reserve(static_cast<size_t>(data->shape[0] * kCifarImageBytes));
   for (int64_t i = 0; i < data->shape[0]; ++i) {
     const PickleValue& label = p[labels->items[static_cast<size_t>(i)]];
     RT_CHECK(label.kind == PickleKind::integer, what, ": label ", i, " is ",
@@ -142,6 +160,7 @@ struct Members {
   std::array<Split, kBatches> batches;
   std::array<bool, kMembers> seen{};
   std::vector<std::string> class_names;
+  int64_t images = 0;  // in the batches read so far
 };
 
 void take_member(CifarFormat format, int slot, const std::vector<uint8_t>& bytes,
@@ -152,6 +171,9 @@ void take_member(CifarFormat format, int slot, const std::vector<uint8_t>& bytes
                            : cifar10_class_names(std::string(bytes.begin(), bytes.end()));
     RT_CHECK(m.class_names.size() == kCifarClasses, what, ": ", m.class_names.size(),
              " class names, expected ", kCifarClasses);
+    for (size_t k = 0; k < m.class_names.size(); ++k)
+      check_class_name(m.class_names[k], str_cat(what, ": class name ", k),
+                       "a damaged or modified archive? download it again");
     return;
   }
   m.batches[slot] = cifar10_split();
@@ -159,6 +181,23 @@ void take_member(CifarFormat format, int slot, const std::vector<uint8_t>& bytes
     append_python_batch(bytes, what, m.batches[slot]);
   else
     append_cifar10_records(bytes, what, m.batches[slot]);
+  m.images += m.batches[slot].count;
+  RT_CHECK(m.images <= kMaxImages, what, ": brings the archive to ", m.images,
+           " images, more than the ", kMaxImages,
+           " a CIFAR archive holds: not an official archive (download it again)");
+}
+
+// Reads the member the archive is at into `m`, saying which member and how large it is when
+// memory runs out despite the bounds.
+void read_member_into(archive* a, archive_entry* entry, CifarFormat format, int slot,
+                      const std::string& what, Members& m) {
+  try {
+    take_member(format, slot, read_member(a, entry, what), what, m);
+  } catch (const std::bad_alloc&) {
+    throw Error(str_cat(what, ": out of memory reading this member of ", archive_entry_size(entry),
+                        " bytes, with ", m.images,
+                        " images read before it: free memory or raise the limit (ulimit -v)"));
+  }
 }
 
 // Reads every official member of the archive into `m`; passes over the others.
@@ -183,7 +222,7 @@ void read_members(const std::string& path, Members& m,
              " members: give one of the official archives, not a mix");
     RT_CHECK(!m.seen[slot], what, ": appears twice in the archive");
     m.format = format;
-    take_member(format, slot, read_member(a.get(), entry, what), what, m);
+    read_member_into(a.get(), entry, format, slot, what, m);
     m.seen[slot] = true;
     last = member;
     if (report && slot < kBatches)
@@ -222,6 +261,7 @@ Dataset read_cifar10_archive(const std::string& path, CifarFormat& format,
 }
 
 CifarImportSummary import_cifar10_archive(const CifarImportConfig& c) {
+  check_output_outside(c.out, c.archive, kWhat);  // --force would replace the archive
   check_output_file(c.out, c.force, kWhat);
   const auto report = [&](const std::string& line) {
     if (c.report) c.report(line);

@@ -49,11 +49,18 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return bytes;
 }
 
-// A zeroed image of the decoded size, refused by name when implausibly large.
-RgbImage blank_image(const std::string& path, int64_t height, int64_t width) {
+// Refuses an implausibly large image by name, then tells `reserve` (when set) the bytes decoding
+// it will hold: its RGB pixels and `extra`.
+void announce(const std::string& path, int64_t height, int64_t width, int64_t extra,
+              const DecodeReserve& reserve) {
   RT_CHECK(height > 0 && width > 0 && height * width <= kMaxDecodedPixels, kWhat, path, ": ",
            height, "x", width, " pixels: more than the ", kMaxDecodedPixels,
            " an image may have here: shrink it first");
+  if (reserve)
+    reserve(static_cast<int>(height), static_cast<int>(width), height * width * 3 + extra);
+}
+
+RgbImage blank_image(int64_t height, int64_t width) {
   RgbImage image;
   image.height = static_cast<int>(height);
   image.width = static_cast<int>(width);
@@ -100,20 +107,41 @@ struct JpegDecoder {
   ~JpegDecoder() { jpeg_destroy_decompress(&info); }
 };
 
-RgbImage decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& path) {
+// Refuses a JPEG stored in a colour space that libjpeg does not convert to RGB, naming it.
+void check_jpeg_colour_space(const jpeg_decompress_struct& info, const std::string& path) {
+  const J_COLOR_SPACE space = info.jpeg_color_space;
+  if (space == JCS_GRAYSCALE || space == JCS_RGB || space == JCS_YCbCr) return;
+  const char* name = space == JCS_CMYK   ? "CMYK"
+                     : space == JCS_YCCK ? "YCCK (CMYK, as Adobe stores it)"
+                                         : "an unknown";
+  throw Error(str_cat(kWhat, path, ": a JPEG in ", name, " colour space (", info.num_components,
+                      " components); only grayscale, RGB and YCbCr JPEGs are read: convert it to "
+                      "RGB first (e.g. ImageMagick: convert FILE -colorspace sRGB FILE)"));
+}
+
+RgbImage decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& path,
+                     const DecodeReserve& reserve) {
   JpegDecoder d;
   jpeg_decompress_struct& info = d.info;
-  const bool started = guarded(d.errors.jump, [&] {
+  const bool header = guarded(d.errors.jump, [&] {
     jpeg_create_decompress(&info);
     jpeg_mem_src(&info, bytes.data(), static_cast<unsigned long>(bytes.size()));
     jpeg_read_header(&info, TRUE);
     info.out_color_space = JCS_RGB;
-    jpeg_start_decompress(&info);
+    jpeg_calc_output_dimensions(&info);
   });
+  RT_CHECK(header, kWhat, path, ": cannot decode as JPEG: ", d.errors.message);
+  check_jpeg_colour_space(info, path);
+  // Note: a progressive JPEG holds all its coefficients (2 bytes each) while it decodes.
+  const int64_t coefficients =
+      info.progressive_mode ? int64_t{info.image_height} * info.image_width * info.num_components
+                            : 0;
+  announce(path, info.output_height, info.output_width, 2 * coefficients, reserve);
+  const bool started = guarded(d.errors.jump, [&] { jpeg_start_decompress(&info); });
   RT_CHECK(started, kWhat, path, ": cannot decode as JPEG: ", d.errors.message);
   RT_CHECK(info.output_components == 3, kWhat, path, ": libjpeg gave ", info.output_components,
            " components instead of RGB");
-  RgbImage image = blank_image(path, info.output_height, info.output_width);
+  RgbImage image = blank_image(info.output_height, info.output_width);
   const size_t stride = size_t{info.output_width} * 3;
   const bool read = guarded(d.errors.jump, [&] {
     while (info.output_scanline < info.output_height) {
@@ -165,7 +193,8 @@ void request_rgb8(png_structp png, png_infop info) {
   if (!(color & PNG_COLOR_MASK_COLOR)) png_set_gray_to_rgb(png);
 }
 
-RgbImage decode_png(const std::vector<uint8_t>& bytes, const std::string& path) {
+RgbImage decode_png(const std::vector<uint8_t>& bytes, const std::string& path,
+                    const DecodeReserve& reserve) {
   PngDecoder d;
   d.bytes = &bytes;
   d.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d, png_fail, png_warning_ignored);
@@ -186,7 +215,8 @@ RgbImage decode_png(const std::vector<uint8_t>& bytes, const std::string& path) 
   RT_CHECK(png_get_channels(d.png, d.info) == 3 && png_get_bit_depth(d.png, d.info) == 8, kWhat,
            path, ": libpng gave ", int{png_get_channels(d.png, d.info)}, " channels of ",
            int{png_get_bit_depth(d.png, d.info)}, " bits instead of 8-bit RGB");
-  RgbImage image = blank_image(path, height, width);
+  announce(path, height, width, 0, reserve);
+  RgbImage image = blank_image(height, width);
   const bool read = guarded(d.jump, [&] {
     for (int pass = 0; pass < passes; ++pass)
       for (png_uint_32 y = 0; y < height; ++y)
@@ -246,42 +276,55 @@ std::vector<float> filter_columns(const RgbImage& src, const AxisTaps& cols, int
   return wide;
 }
 
-// The filtered rows filtered to the output's rows, rounded to the nearest integer.
-void filter_rows(const std::vector<float>& wide, const AxisTaps& rows, RgbImage& out) {
-  const size_t row_values = size_t(out.width) * 3;
-  for (int y = 0; y < out.height; ++y)
+// The filtered rows filtered to the output's `height` rows of `width` pixels, rounded to the
+// nearest integer.
+void filter_rows(const std::vector<float>& wide, const AxisTaps& rows, int height, int width,
+                 uint8_t* out) {
+  const size_t row_values = size_t(width) * 3;
+  for (int y = 0; y < height; ++y)
     for (size_t i = 0; i < row_values; ++i) {
       float v = 0;
       for (int k = 0; k < rows.count[y]; ++k)
         v += rows.weights[size_t(y) * rows.taps + k] *
              wide[(size_t(rows.first[y]) + k) * row_values + i];
-      out.pixels[y * row_values + i] = static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f) + 0.5f);
+      out[y * row_values + i] = static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f) + 0.5f);
     }
 }
 
 }  // namespace
 
-RgbImage decode_image(const std::string& path) {
+RgbImage decode_image(const std::string& path, const DecodeReserve& reserve) {
   const std::vector<uint8_t> bytes = read_file(path);
   static const uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), kPngSignature, 8) == 0)
-    return decode_png(bytes, path);
+    return decode_png(bytes, path, reserve);
   if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF)
-    return decode_jpeg(bytes, path);
+    return decode_jpeg(bytes, path, reserve);
   RT_CHECK(!bytes.empty(), kWhat, path, ": empty file: remove it or replace it with the image");
   throw Error(str_cat(kWhat, path,
                       ": neither a PNG nor a JPEG file (by its first bytes): remove it or "
                       "convert it to PNG"));
 }
 
-RgbImage resize_and_crop(const RgbImage& src, int height, int width) {
-  if (src.height == height && src.width == width) return src;
+void resize_and_crop(const RgbImage& src, int height, int width, uint8_t* out) {
+  if (src.height == height && src.width == width) {
+    std::memcpy(out, src.pixels.data(), src.pixels.size());
+    return;
+  }
   const double scale =
       std::max(static_cast<double>(height) / src.height, static_cast<double>(width) / src.width);
-  RgbImage out = blank_image("resize_and_crop", height, width);
   filter_rows(filter_columns(src, axis_taps(src.width, width, scale), width),
-              axis_taps(src.height, height, scale), out);
+              axis_taps(src.height, height, scale), height, width, out);
+}
+
+RgbImage resize_and_crop(const RgbImage& src, int height, int width) {
+  RgbImage out = blank_image(height, width);
+  resize_and_crop(src, height, width, out.pixels.data());
   return out;
+}
+
+int64_t resize_bytes(int source_height, int width) {
+  return int64_t{source_height} * width * 3 * static_cast<int64_t>(sizeof(float));
 }
 
 }  // namespace ringtrain

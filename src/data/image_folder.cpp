@@ -10,8 +10,13 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <new>
 
+#include "ringtrain/core/checked_math.hpp"
+#include "ringtrain/core/class_names.hpp"
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/memory_budget.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/core/thread_pool.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/image_decode.hpp"
@@ -30,12 +35,13 @@ struct ImageFile {
   int32_t label = 0;
 };
 
-// A split's class folders and image files in ImageFolder's order, and the files passed over.
+// A split's class folders and image files in ImageFolder's order, the files passed over, and
+// the links to folders inside class folders (not followed).
 struct SplitListing {
   std::vector<std::string> classes;
   std::vector<ImageFile> files;
-  int64_t skipped = 0;
-  std::string first_skipped;
+  int64_t skipped = 0, links = 0;
+  std::string first_skipped, first_link;
 };
 
 bool has_image_name(const fs::path& file) {
@@ -44,8 +50,12 @@ bool has_image_name(const fs::path& file) {
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
+void count(int64_t& n, std::string& first, const fs::path& file) {
+  if (n++ == 0) first = file.string();
+}
+
 void skip(SplitListing& listing, const fs::path& file) {
-  if (listing.skipped++ == 0) listing.first_skipped = file.string();
+  count(listing.skipped, listing.first_skipped, file);
 }
 
 // "DIR: no such folder" or the system's reason; empty when `dir` is a folder.
@@ -69,21 +79,27 @@ std::vector<std::string> class_folders(const fs::path& split, SplitListing& list
       skip(listing, it->path());
   }
   RT_CHECK(!ec, kWhat, split.string(), ": cannot be listed: ", ec.message());
+  for (const std::string& name : names)
+    check_class_name(name, str_cat(kWhat, escape_text(split.string()), ": class folder"),
+                     "rename the folder");
   std::sort(names.begin(), names.end());
   return names;
 }
 
-// The images of one class folder and its subfolders (links to folders followed, as os.walk's
-// followlinks), sorted by folder, then by name (ImageFolder walks sorted(os.walk(...)) and sorts
-// each folder's names). A file with an image name is an image whatever it is: decoding says why
-// it cannot be read.
+// The images of one class folder and its subfolders, sorted by folder, then by name
+// (ImageFolder walks sorted(os.walk(...)) and sorts each folder's names). A file with an image
+// name is an image whatever it is: decoding says why it cannot be read.
+// Note: links to folders inside a class folder are counted, not followed (os.walk's followlinks
+// would): a link to the folder itself or above lists its images again at every depth, and two
+// such links make the walk exponential.
 void list_class(const fs::path& folder, int32_t label, SplitListing& listing) {
   std::vector<std::pair<std::string, std::string>> found;  // (folder, name)
   std::error_code ec, entry_ec;
-  const auto options = fs::directory_options::follow_directory_symlink;
-  for (fs::recursive_directory_iterator it(folder, options, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (it->is_directory(entry_ec)) continue;
+  for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(entry_ec)) {
+      if (it->is_symlink(entry_ec)) count(listing.links, listing.first_link, it->path());
+      continue;
+    }
     if (has_image_name(it->path()))
       found.emplace_back(it->path().parent_path().string(), it->path().filename().string());
     else
@@ -143,15 +159,50 @@ StoredSize stored_size(const ImportConfig& c, const SplitListing& train) {
   return size;
 }
 
-void decode_into(const std::string& path, const StoredSize& size, uint8_t* out) {
-  RgbImage image = decode_image(path);
-  if (size.resize) image = resize_and_crop(image, size.height, size.width);
-  RT_CHECK(image.height == size.height && image.width == size.width, kWhat, path, ": ",
-           image.height, "x", image.width, " pixels (height x width), but the first image, ",
-           size.first, ", is ", size.height, "x", size.width,
-           ": pass --size HxW to bring every image to one size (scaled to cover it, then "
-           "centre-cropped)");
-  std::memcpy(out, image.pixels.data(), image.pixels.size());
+// Note: the import holds every stored image, then builds the HDF5 file in memory and copies it
+// out: three times the images at the end. Checked before any image is decoded.
+void check_dataset_fits(int64_t images, const StoredSize& size) {
+  const int64_t bytes =
+      checked_mul(images, int64_t{size.height} * size.width * 3, "import-images: stored bytes");
+  check_fits_memory(checked_mul(bytes, 3, "import-images: bytes held"),
+                    str_cat(kWhat, images, " images of ", size.height, "x", size.width,
+                            " RGB, with the HDF5 file built from them in memory,"),
+                    size.resize ? "pass a smaller --size, or import fewer images"
+                                : "pass --size HxW to store them smaller, or import fewer images");
+}
+
+// The bytes the decodes in flight may hold together: half of what the memory limit leaves beside
+// the stored images (the rest is for the threads, the files read and the allocator's slack).
+int64_t decode_budget(int64_t stored_bytes) {
+  return std::max<int64_t>(1, (memory_limit().bytes - stored_bytes) / 2);
+}
+
+// Decodes one image into `out`, its decode (and resize) holding bytes of `budget` until done:
+// a large source image waits for room rather than many being decoded at once.
+void decode_into(const std::string& path, const StoredSize& size, MemoryBudget& budget,
+                 uint8_t* out) {
+  MemoryBudget::Lease lease;
+  int64_t held = 0;
+  const auto reserve = [&](int height, int, int64_t bytes) {
+    held = bytes + (size.resize ? resize_bytes(height, size.width) : 0);
+    lease = budget.take(held);
+  };
+  try {
+    const RgbImage image = decode_image(path, reserve);
+    if (size.resize) {
+      resize_and_crop(image, size.height, size.width, out);
+      return;
+    }
+    RT_CHECK(image.height == size.height && image.width == size.width, kWhat, path, ": ",
+             image.height, "x", image.width, " pixels (height x width), but the first image, ",
+             size.first, ", is ", size.height, "x", size.width,
+             ": pass --size HxW to bring every image to one size (scaled to cover it, then "
+             "centre-cropped)");
+    std::memcpy(out, image.pixels.data(), image.pixels.size());
+  } catch (const std::bad_alloc&) {
+    throw Error(str_cat(kWhat, path, ": out of memory decoding it (", held / 1000000,
+                        " MB with its resize): lower --workers, or shrink the image first"));
+  }
 }
 
 // One file to decode and where its pixels go.
@@ -163,7 +214,8 @@ struct DecodeJob {
 // Note: each thread takes the next job in order and writes only that job's pixels, so the
 // result does not depend on the thread count. After a failure the threads stop taking jobs; the
 // error of the earliest failed file among those tried is thrown.
-void decode_all(const std::vector<DecodeJob>& jobs, const StoredSize& size, const ImportConfig& c) {
+void decode_all(const std::vector<DecodeJob>& jobs, const StoredSize& size, MemoryBudget& budget,
+                const ImportConfig& c) {
   const int64_t total = static_cast<int64_t>(jobs.size());
   const int64_t step = std::max<int64_t>(1, total / 100);
   std::atomic<int64_t> next{0}, done{0};
@@ -174,7 +226,7 @@ void decode_all(const std::vector<DecodeJob>& jobs, const StoredSize& size, cons
   const auto worker = [&](int64_t, int64_t) {
     for (int64_t i = next++; i < total && !failed; i = next++) {
       try {
-        decode_into(*jobs[i].path, size, jobs[i].out);
+        decode_into(*jobs[i].path, size, budget, jobs[i].out);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mutex);
         if (i < first_failure) error = e.what();
@@ -275,6 +327,9 @@ ImageFolder load_image_folder(const ImportConfig& c) {
   const SplitListing train = list_split(root, "train"), test = list_split(root, "test");
   check_same_classes(train, test, root);
   const StoredSize size = stored_size(c, train);
+  const auto images = static_cast<int64_t>(train.files.size() + test.files.size());
+  check_dataset_fits(images, size);
+  MemoryBudget budget(decode_budget(images * size.height * size.width * 3));
   ImageFolder folder;
   folder.data.class_names = train.classes;
   folder.data.train = blank_split(train, size);
@@ -282,19 +337,33 @@ ImageFolder load_image_folder(const ImportConfig& c) {
   std::vector<DecodeJob> jobs;
   add_jobs(train, folder.data.train, jobs);
   add_jobs(test, folder.data.test, jobs);
-  decode_all(jobs, size, c);
+  decode_all(jobs, size, budget, c);
   folder.skipped = train.skipped + test.skipped;
   folder.first_skipped = train.skipped > 0 ? train.first_skipped : test.first_skipped;
+  folder.links = train.links + test.links;
+  folder.first_link = train.links > 0 ? train.first_link : test.first_link;
   return folder;
 }
 
 ImportSummary import_image_folder(const ImportConfig& c) {
+  // Note: an output inside a split folder would be read as a (corrupt) image by the next import.
+  for (const char* split : {"train", "test"})
+    check_output_outside(c.out, (fs::path(c.dir) / split).string(), kWhat);
   check_output_file(c.out, c.force, kWhat);
   const ImageFolder folder = load_image_folder(c);
   const Dataset& d = folder.data;
   write_hdf5_dataset(c.out, d, c.gzip, provenance(d, c.dir));
-  return {d.train.count,  d.test.count,  folder.skipped,      d.classes(),
-          d.train.height, d.train.width, folder.first_skipped};
+  ImportSummary s;
+  s.train = d.train.count;
+  s.test = d.test.count;
+  s.skipped = folder.skipped;
+  s.links = folder.links;
+  s.classes = d.classes();
+  s.height = d.train.height;
+  s.width = d.train.width;
+  s.first_skipped = folder.first_skipped;
+  s.first_link = folder.first_link;
+  return s;
 }
 
 }  // namespace ringtrain

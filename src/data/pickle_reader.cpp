@@ -8,8 +8,9 @@
 namespace ringtrain {
 namespace {
 
-// More objects than this is no dataset file this reader is for (a CIFAR-10 batch has ~20 000).
-constexpr size_t kMaxValues = size_t{1} << 22;
+// More objects than this is no dataset file this reader is for (a CIFAR-10 batch has ~20 000, a
+// CIFAR-100 one ~150 000). It bounds the memo, the stack and the references containers hold too.
+constexpr size_t kMaxValues = size_t{1} << 20;
 
 const char* const kAllowed =
     "numpy.core.multiarray._reconstruct, numpy.ndarray, numpy.dtype, _codecs.encode, bytes";
@@ -172,13 +173,32 @@ class Machine {
 
   PickleValue& at(int64_t index) { return p_.values[static_cast<size_t>(index)]; }
 
+  // Note: every structure the machine grows is bounded, or a small file would make it hold
+  // gigabytes: MEMOIZE, BINGET and MARK are one or two bytes each, and APPENDS can add the same
+  // references to a list again and again.
+  void check_room(size_t size, const char* what) {
+    if (size >= kMaxValues)
+      fail(str_cat("more than ", kMaxValues, " ", what, ", more than any dataset file holds"));
+  }
+
   int64_t make(PickleValue value) {
-    if (p_.values.size() >= kMaxValues) fail(str_cat("more than ", kMaxValues, " objects"));
+    check_room(p_.values.size(), "objects");
     p_.values.push_back(std::move(value));
     return static_cast<int64_t>(p_.values.size()) - 1;
   }
 
-  void push(PickleValue value) { stack_.push_back(make(std::move(value))); }
+  void push_index(int64_t index) {
+    check_room(stack_.size(), "objects on the stack");
+    stack_.push_back(index);
+  }
+
+  void push(PickleValue value) { push_index(make(std::move(value))); }
+
+  // A container's elements, counted against the bound on the references all containers hold.
+  void count_references(size_t count) {
+    references_ += count;
+    check_room(references_, "references held by lists, tuples and dicts");
+  }
 
   int64_t pop() {
     if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail("the stack is empty");
@@ -202,6 +222,7 @@ class Machine {
   }
 
   void push_sequence(PickleKind kind, std::vector<int64_t> items) {
+    count_references(items.size());
     PickleValue v;
     v.kind = kind;
     v.items = std::move(items);
@@ -287,12 +308,14 @@ class Machine {
       fail(str_cat("adds items to ", pickle_kind_name(at(target).kind), ", not ",
                    pickle_kind_name(kind)));
     if (kind == PickleKind::dict && items.size() % 2 != 0) fail("a key without its value");
+    count_references(items.size());
     at(target).items.insert(at(target).items.end(), items.begin(), items.end());
   }
 
   bool container() {
     switch (op_) {
       case '(':
+        check_room(marks_.size(), "MARKs");
         marks_.push_back(stack_.size());
         return true;
       case '}':
@@ -342,20 +365,25 @@ class Machine {
   void get(uint64_t key) {
     const auto it = memo_.find(key);
     if (it == memo_.end()) fail(str_cat("memo entry ", key, " was never stored"));
-    stack_.push_back(it->second);
+    push_index(it->second);
+  }
+
+  void put(uint64_t key) {
+    if (memo_.count(key) == 0) check_room(memo_.size(), "memo entries");
+    memo_[key] = peek();
   }
 
   // The memo, the protocol and framing (read through: the frames are contiguous).
   bool reference() {
     switch (op_) {
       case 'q':
-        memo_[little(1)] = peek();
+        put(little(1));
         return true;
       case 'r':
-        memo_[little(4)] = peek();
+        put(little(4));
         return true;
       case 0x94:
-        memo_[memo_.size()] = peek();
+        put(memo_.size());
         return true;
       case 'h':
         get(little(1));
@@ -442,6 +470,7 @@ class Machine {
     } else if (name == "numpy.dtype" && !args.empty()) {
       v.kind = PickleKind::dtype;
       v.bytes = text_of(args[0], "the dtype's code");
+      if (v.bytes.size() > 16) fail(str_cat("a dtype code of ", v.bytes.size(), " bytes"));
       v.dtype = "|";
     } else if (name == "_codecs.encode" && args.size() == 2 &&
                text_of(args[1], "the encoding").rfind("latin", 0) == 0) {
@@ -504,7 +533,7 @@ class Machine {
   }
 
   const uint8_t* data_;
-  size_t size_, pos_ = 0, op_at_ = 0, made_ = 0;
+  size_t size_, pos_ = 0, op_at_ = 0, made_ = 0, references_ = 0;
   uint8_t op_ = 0;
   std::string what_;
   Pickle p_;

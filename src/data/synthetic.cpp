@@ -5,9 +5,8 @@
 #include <random>
 #include <string>
 
-#include <unistd.h>
-
 #include "ringtrain/core/checked_math.hpp"
+#include "ringtrain/core/memory_budget.hpp"
 #include "ringtrain/data/provenance.hpp"
 
 namespace ringtrain {
@@ -47,19 +46,13 @@ Split make_split(const SynthConfig& c, const std::vector<Wave>& waves, int64_t c
   return s;
 }
 
-double physical_memory_bytes() {
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-}
-
-void check_fits_memory(const SynthConfig& c) {
+void check_synth_fits(const SynthConfig& c) {
   const int64_t image = checked_mul(int64_t{c.height} * c.width, c.channels, "synth: image bytes");
   const int64_t images = checked_add(c.train_count, c.test_count, "synth: images");
-  const int64_t bytes = checked_mul(images, image, "synth: dataset bytes");
-  const double memory = physical_memory_bytes();
-  RT_CHECK(memory <= 0 || static_cast<double>(bytes) <= memory, "synth: ", images, " images of ",
-           c.height, "x", c.width, "x", c.channels, " need ", static_cast<double>(bytes) / 1e9,
-           " GB, more than this machine's ", memory / 1e9,
-           " GB of memory: lower --train, --test or the image size");
+  check_fits_memory(
+      checked_mul(images, image, "synth: dataset bytes"),
+      str_cat("synth: ", images, " images of ", c.height, "x", c.width, "x", c.channels),
+      "lower --train, --test or the image size");
 }
 
 }  // namespace
@@ -73,7 +66,7 @@ Dataset make_synthetic(const SynthConfig& c) {
            "synth: image sides must be in [1, ", kMaxSynthSide, "], got ", c.height, "x", c.width);
   RT_CHECK(c.channels == 1 || c.channels == 3, "synth: channels must be 1 or 3, got ", c.channels);
   RT_CHECK(c.classes >= 2, "synth: need at least 2 classes, got ", c.classes);
-  check_fits_memory(c);
+  check_synth_fits(c);
   std::mt19937_64 rng(c.seed);
   std::uniform_int_distribution<int> freq(-3, 3);
   std::uniform_real_distribution<double> phase(0, 2 * std::acos(-1.0));

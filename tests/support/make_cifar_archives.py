@@ -7,7 +7,11 @@ FORMAT: py2 (pickles byte-compatible with the official files, which Python 2's c
 protocol 2: assembled here opcode by opcode, then checked with pickle.loads), p2 and p4
 (numpy's own pickling under Python 3 at protocols 2 and 4), bin (the binary distribution).
 VARIANT: ok, or one broken member: missing (no test batch), corrupt (data_batch_3 cut short),
-global (data_batch_2 calls os.system), label (a label of 10 in data_batch_4).
+global (data_batch_2 calls os.system), label (a label of 10 in data_batch_4), empty
+(test_batch holds no images), names (class names that are not UTF-8 text: b"c\xffat"); or
+one crafted to take memory: memo (data_batch_1 is 150 MB of MEMOIZE opcodes), huge
+(data_batch_1 holds 81 920 images, 250 MB), many (six batches of 12 000 images, 72 000 in all).
+The crafted ones hold zeros, so they compress to little.
 --expected DIR: writes what an import must store: train_images.bin and test_images.bin (NHWC
 uint8, from numpy's transpose of the CHW rows), train_labels.bin and test_labels.bin (int32
 little-endian), classes.txt. The data depend only on --per-batch (fixed seed).
@@ -80,11 +84,14 @@ class Py2Pickler:
         return out + b"u."
 
 
-def batch_dicts(per_batch):
+def batch_dicts(per_batch, sizes=None):
     rng = np.random.default_rng(20091)
     batches = []
     for i in range(6):
-        rows = rng.integers(0, 256, size=(per_batch, 3072), dtype=np.uint8)
+        if sizes:
+            per_batch = sizes[i]
+        rows = (np.zeros((per_batch, 3072), np.uint8) if sizes else
+                rng.integers(0, 256, size=(per_batch, 3072), dtype=np.uint8))
         labels = [int(v) for v in rng.integers(0, 10, size=per_batch)]
         name = b"testing batch 1 of 1" if i == 5 else b"training batch %d of 5" % (i + 1)
         files = [b"image_%d_%d.png" % (i, j) for j in range(per_batch)]
@@ -123,6 +130,8 @@ def members(fmt, batches, variant):
         out[2] = (out[2][0], out[2][1][:len(out[2][1]) // 2])
     if variant == "global":
         out[1] = (out[1][0], b"\x80\x02cos\nsystem\nq\x01U\x02idq\x02\x85Rq\x03.")
+    if variant == "memo":
+        out[0] = (out[0][0], b"\x80\x04N" + b"\x94" * (150 << 20) + b".")
     return out
 
 
@@ -141,18 +150,22 @@ def write_expected(folder, batches):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("format", choices=["py2", "p2", "p4", "bin"])
-    parser.add_argument("variant", choices=["ok", "missing", "corrupt", "global", "label"])
+    parser.add_argument("variant", choices=["ok", "missing", "corrupt", "global", "label", "empty",
+                                            "names", "memo", "huge", "many"])
     parser.add_argument("out")
     parser.add_argument("--expected")
     parser.add_argument("--per-batch", type=int, default=3)
     args = parser.parse_args()
-    batches = batch_dicts(args.per_batch)
+    sizes = {"empty": [3, 3, 3, 3, 3, 0], "huge": [81920, 3, 3, 3, 3, 3], "many": [12000] * 6}
+    batches = batch_dicts(args.per_batch, sizes.get(args.variant))
     if args.variant == "label":
         batches[3][b"labels"][-1] = 10
+    if args.variant == "names":
+        CLASSES[3] = b"c\xffat"
     files = members(args.format, batches, args.variant)
     if args.variant == "missing":
         files = [f for f in files if "test_batch" not in f[0]]
-    with tarfile.open(args.out, "w:gz") as tar:
+    with tarfile.open(args.out, "w:gz", compresslevel=1 if sizes.get(args.variant) else 9) as tar:
         for name, data in files:
             info = tarfile.TarInfo(name)
             info.size = len(data)

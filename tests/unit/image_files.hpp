@@ -55,8 +55,9 @@ inline void write_png(const std::filesystem::path& file, const PngSpec& spec,
   ASSERT_EQ(std::fclose(f), 0) << file;
 }
 
-// Writes 8-bit samples (3 components: RGB, 1: grayscale) as a baseline JPEG with libjpeg's
-// defaults (4:2:0 chroma subsampling for colour). libjpeg's own error handler exits on failure.
+// Writes 8-bit samples (3 components: RGB, 1: grayscale, 4: CMYK) as a baseline JPEG with
+// libjpeg's defaults (4:2:0 chroma subsampling for colour; CMYK stored as CMYK). libjpeg's own
+// error handler exits on failure.
 inline void write_jpeg(const std::filesystem::path& file, int width, int height, int components,
                        const std::vector<uint8_t>& data, int quality) {
   std::FILE* f = std::fopen(file.c_str(), "wb");
@@ -69,7 +70,7 @@ inline void write_jpeg(const std::filesystem::path& file, int width, int height,
   info.image_width = static_cast<JDIMENSION>(width);
   info.image_height = static_cast<JDIMENSION>(height);
   info.input_components = components;
-  info.in_color_space = components == 3 ? JCS_RGB : JCS_GRAYSCALE;
+  info.in_color_space = components == 4 ? JCS_CMYK : components == 3 ? JCS_RGB : JCS_GRAYSCALE;
   jpeg_set_defaults(&info);
   jpeg_set_quality(&info, quality, TRUE);
   jpeg_start_compress(&info, TRUE);

@@ -138,6 +138,21 @@ TEST(CifarArchiveErrors, BrokenArchivesAreRefusedNamingTheMember) {
   EXPECT_MENTIONS(import_error(c), c.archive +
                                        ": cifar-10-batches-py/data_batch_2: pickle: byte 2, "
                                        "opcode GLOBAL (0x63): global os.system is not allowed");
+  c.archive = make_archive(dir, "py2", "empty");
+  EXPECT_MENTIONS(import_error(c), c.archive + ": cifar-10-batches-py/test_batch: holds no images");
+  for (const std::string format : {"py2", "bin"}) {
+    c.archive = make_archive(dir, format, "names");
+    EXPECT_MENTIONS(import_error(c),
+                    c.archive + ": cifar-10-batches-" +
+                        (format == "bin" ? "bin/batches.meta.txt" : "py/batches.meta") +
+                        ": class name 3 'c\\xffat' is not valid UTF-8");
+  }
+  c.archive = make_archive(dir, "py2", "ok");
+  CifarImportConfig same = c;  // the output is the archive itself: refused, even with --force
+  same.out = same.archive;
+  same.force = true;
+  EXPECT_EQ(import_error(same), "data import-cifar: " + c.archive + " is " + c.archive +
+                                    ", which this command reads: write the output elsewhere");
   for (const std::string format : {"p4", "bin"}) {
     c.archive = make_archive(dir, format, "label");
     EXPECT_MENTIONS(import_error(c), "data_batch_4" + std::string(format == "bin" ? ".bin" : "") +

@@ -436,6 +436,9 @@ TEST(ImageFolderErrors, CorruptFilesAreNamedAndLeaveNoOutput) {
          truncated(jpeg_file, (bytes.find("\xFF\xDA") + bytes.size()) / 2);  // in the scan
        },
        "corrupt JPEG: Premature end of JPEG file"},
+      {[&] { test::write_jpeg(jpeg_file, kW, kH, 4, smooth(kH, kW, 4, 3), 90); },
+       "a JPEG in CMYK colour space (4 components); only grayscale, RGB and YCbCr JPEGs "
+       "are read: convert it to RGB first"},
       {[&] { std::ofstream(jpeg_file) << "hello"; }, "neither a PNG nor a JPEG"},
       {[&] { std::ofstream{png_file}; }, "empty file"},
   };
@@ -489,10 +492,16 @@ TEST(ImageFolderErrors, OutputIsCheckedBeforeDecoding) {
   EXPECT_MENTIONS(import_error(c), "bad.png: neither a PNG nor a JPEG");
   EXPECT_TRUE(fs::is_directory(dir / "missing"));
   EXPECT_FALSE(fs::exists(c.out) || fs::exists(c.out + ".tmp"));
-  c.out = (dir / "train" / "a" / "bad.png" / "out.h5").string();  // a parent that is a file
+  std::ofstream(dir / "notes.txt") << "a file";
+  c.out = (dir / "notes.txt" / "out.h5").string();  // a parent that is a file
   EXPECT_MENTIONS(import_error(c), "Not a directory");
-  c.out = (dir / "train").string();
+  c.out = dir.string();
   EXPECT_MENTIONS(import_error(c), "is a directory: it is not replaced");
+  c.out = (dir / "train" / "a" / "out.h5").string();  // the next import would read it as an image
+  EXPECT_THROW(import_image_folder(c), ConfigError);
+  EXPECT_MENTIONS(import_error(c), c.out + " lies inside " + (dir / "train").string() +
+                                       ", which this command reads");
+  expect_no_output(c);
   c.out = (dir / "exists.h5").string();
   std::ofstream(c.out) << "old";
   EXPECT_MENTIONS(import_error(c), c.out + ": exists: pass --force");

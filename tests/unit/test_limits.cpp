@@ -2,12 +2,16 @@
 // of a TrainConfig is checked against its range, NaN and infinity included.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "ringtrain/core/checked_math.hpp"
+#include "ringtrain/core/memory_budget.hpp"
 #include "ringtrain/core/tensor.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/train/config.hpp"
@@ -85,6 +89,38 @@ TEST(SynthLimits, ADatasetLargerThanMemoryIsRefusedBeforeAllocating) {
   }
   c.height = kMaxSynthSide + 1;
   EXPECT_THROW(make_synthetic(c), Error);
+}
+
+// A request waits while the bytes held would go over the budget, and is granted once they are
+// given back; one larger than the whole budget is granted alone.
+TEST(MemoryBudget, RequestsWaitForRoomAndAnOversizedOneRunsAlone) {
+  MemoryBudget budget(100);
+  MemoryBudget::Lease first = budget.take(60);
+  std::atomic<bool> granted{false};
+  std::thread second([&] {
+    const MemoryBudget::Lease lease = budget.take(60);
+    granted = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(granted);  // 120 of 100: waits
+  first = MemoryBudget::Lease();
+  second.join();
+  EXPECT_TRUE(granted);
+  const MemoryBudget::Lease alone = budget.take(500);  // more than the budget, nothing held
+}
+
+TEST(MemoryBudget, TheLimitNamesWhereItComesFrom) {
+  const MemoryLimit limit = memory_limit();
+  EXPECT_GT(limit.bytes, 0);
+  EXPECT_NE(limit.source.find(" GB"), std::string::npos) << limit.source;
+  try {
+    check_fits_memory(limit.bytes + 1, "import: 5 images", "import fewer");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("import: 5 images need "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(limit.source + ": import fewer"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

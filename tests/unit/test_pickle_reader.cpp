@@ -169,5 +169,29 @@ TEST(PickleReaderErrors, RefusesCorruptPickles) {
   EXPECT_MENTIONS(error_of(short_data), "the array's data is bytes of 5 bytes, expected 6 bytes");
 }
 
+// Opcodes of one or two bytes that each make the reader hold more: refused at the bound, naming
+// it, long before a small file could make it hold gigabytes.
+TEST(PickleReaderErrors, RefusesGrowthBeyondItsBounds) {
+  constexpr size_t kMany = (size_t{1} << 20) + 10;
+  const auto repeated = [](const std::string& op, size_t n) {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) out += op;
+    return out;
+  };
+  EXPECT_MENTIONS(error_of("\x80\x04N"s + repeated("\x94", kMany) + "."),
+                  "opcode MEMOIZE (0x94): more than 1048576 memo entries");
+  EXPECT_MENTIONS(error_of("\x80\x02Nq\x01"s + repeated("h\x01", kMany) + "."),
+                  "opcode BINGET (0x68): more than 1048576 objects on the stack");
+  EXPECT_MENTIONS(error_of("\x80\x02"s + repeated("(", kMany) + "."),
+                  "opcode MARK (0x28): more than 1048576 MARKs");
+  // The same 1000 references appended to one list again and again.
+  const std::string appends = "(" + repeated("h\x01", 1000) + "e";
+  EXPECT_MENTIONS(error_of("\x80\x02Nq\x01]"s + repeated(appends, 1100) + "."),
+                  "opcode APPENDS (0x65): more than 1048576 references held by lists");
+  EXPECT_MENTIONS(error_of("\x80\x02"s + "cnumpy\ndtype\n" + "X\x20\x00\x00\x00"s +
+                           repeated("u", 32) + "\x85R."),
+                  "a dtype code of 32 bytes");
+}
+
 }  // namespace
 }  // namespace ringtrain

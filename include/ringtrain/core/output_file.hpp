@@ -17,6 +17,12 @@ std::ofstream open_output(const std::string& path, const std::string& flag, bool
 // Checks that everything written to `out` reached the file (flushed, no stream error).
 void check_output(std::ofstream& out, const std::string& path, const std::string& flag);
 
+// Throws a ConfigError (a usage error) when `out` is `input` or lies inside it (a folder), by
+// filesystem identity: a link, a hard link or another spelling of the same path is caught. `what`
+// starts the message ("data import-images: ").
+void check_output_outside(const std::string& out, const std::string& input,
+                          const std::string& what);
+
 // Writes `text` as the whole of `path`, atomically (a reader sees the old file or the new one),
 // its folder created first.
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag);

@@ -19,18 +19,20 @@ struct ImportConfig {
   std::function<void(int64_t done, int64_t total)> progress;
 };
 
-// A folder's images in memory, and the files passed over.
+// A folder's images in memory, and what was passed over.
 struct ImageFolder {
   Dataset data;
   int64_t skipped = 0;        // files without a .png, .jpg or .jpeg name, or outside a class folder
   std::string first_skipped;  // the first of them, for the summary
+  int64_t links = 0;          // links to folders inside class folders, not followed
+  std::string first_link;
 };
 
 // What import_image_folder wrote, for its summary.
 struct ImportSummary {
-  int64_t train = 0, test = 0, skipped = 0;
+  int64_t train = 0, test = 0, skipped = 0, links = 0;
   int classes = 0, height = 0, width = 0;
-  std::string first_skipped;
+  std::string first_skipped, first_link;
 };
 
 // "HxW" (or "N" for NxN) as height and width, each 1 to 65535; throws a ConfigError otherwise.
@@ -39,7 +41,9 @@ void parse_image_size(const std::string& text, int& height, int& width);
 // Reads DIR/train and DIR/test as ImageFolder does: the class folders' names, sorted (as bytes,
 // which is code point order for UTF-8), are the classes, and must be the same in both splits;
 // each class's files with a .png, .jpg or .jpeg name (any case), in it and its subfolders, in
-// sorted order (by folder, then name), are its images. Images are decoded over `workers`
+// sorted order (by folder, then name), are its images. Links to folders inside a class folder
+// are not followed (a link to the folder itself would list its images again and again): they
+// are counted in `links`. Images are decoded over `workers`
 // threads into places fixed by that order, so the result does not depend on the thread count;
 // each becomes RGB (decode_image) of the configured size (resize_and_crop), or must already
 // have the first image's size. Errors name the file or folder and the remedy.
