@@ -10,6 +10,12 @@ namespace {
 
 using Handle = Hdf5Handle;
 
+// Note: HDF5 keeps an attribute in its object's header, whose messages hold at most 64 KiB: a
+// variable-length text takes 16 bytes there, so some 4,090 texts fit. A longer list is written
+// as a 1-D dataset of the same name instead (the dense attribute storage that would hold it needs
+// the 1.8 file format, whose superblock checksum H5Fget_file_image leaves stale).
+constexpr size_t kMaxTextsInAttribute = 4000;
+
 Handle utf8_text_type(const std::string& what) {
   Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
   hdf5_check(type.get(), what + "H5Tcopy");
@@ -52,11 +58,18 @@ Handle string_memory_type(hid_t file_type, bool variable, const std::string& wha
   return type;
 }
 
-std::vector<std::string> read_variable_strings(hid_t attr, hid_t file_type, hid_t space,
-                                               size_t count, const std::string& what) {
+// Reads the whole of an attribute or (`dataset`) a dataset as `type`.
+void read_whole(hid_t object, bool dataset, hid_t type, void* out, const std::string& what) {
+  const herr_t status = dataset ? H5Dread(object, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out)
+                                : H5Aread(object, type, out);
+  RT_CHECK(status >= 0, what, "read failed (", dataset ? "H5Dread" : "H5Aread", ")");
+}
+
+std::vector<std::string> read_variable_strings(hid_t object, bool dataset, hid_t file_type,
+                                               hid_t space, size_t count, const std::string& what) {
   Handle type = string_memory_type(file_type, true, what);
   std::vector<char*> raw(count, nullptr);
-  RT_CHECK(H5Aread(attr, type.get(), raw.data()) >= 0, what, "read failed (H5Aread)");
+  read_whole(object, dataset, type.get(), raw.data(), what);
   std::vector<std::string> texts;
   for (const char* text : raw) texts.emplace_back(text ? text : "");
   hdf5_check(H5Dvlen_reclaim(type.get(), space, H5P_DEFAULT, raw.data()), what + "H5Dvlen_reclaim");
@@ -65,13 +78,13 @@ std::vector<std::string> read_variable_strings(hid_t attr, hid_t file_type, hid_
 
 // Fixed-length strings lose their padding: what follows the first NUL, and trailing spaces of
 // space-padded ones.
-std::vector<std::string> read_fixed_strings(hid_t attr, hid_t file_type, size_t count,
-                                            const std::string& what) {
+std::vector<std::string> read_fixed_strings(hid_t object, bool dataset, hid_t file_type,
+                                            size_t count, const std::string& what) {
   Handle type = string_memory_type(file_type, false, what);
   const size_t size = H5Tget_size(type.get());
   RT_CHECK(size > 0, what, "H5Tget_size failed");
   std::vector<char> raw(count * size);
-  RT_CHECK(H5Aread(attr, type.get(), raw.data()) >= 0, what, "read failed (H5Aread)");
+  read_whole(object, dataset, type.get(), raw.data(), what);
   std::vector<std::string> texts;
   for (size_t i = 0; i < count; ++i) {
     std::string text(raw.data() + i * size, size);
@@ -124,7 +137,37 @@ void write_texts_attribute(hid_t object, const std::string& name,
   Handle space = vector_space(values.size(), what);
   std::vector<const char*> raw;
   for (const std::string& v : values) raw.push_back(v.c_str());
-  write_attribute(object, name, type.get(), type.get(), space.get(), raw.data(), raw.size(), what);
+  if (values.size() <= kMaxTextsInAttribute) {
+    write_attribute(object, name, type.get(), type.get(), space.get(), raw.data(), raw.size(),
+                    what);
+    return;
+  }
+  Handle dataset(H5Dcreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                            H5P_DEFAULT),
+                 H5Dclose);
+  hdf5_check(dataset.get(), what + "H5Dcreate2");
+  hdf5_check(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()),
+             what + "H5Dwrite");
+  dataset.close(what + "H5Dclose");
+}
+
+bool has_text_list(hid_t object, const std::string& name, const std::string& what) {
+  if (has_attribute(object, name, what)) return true;
+  const htri_t link = H5Lexists(object, name.c_str(), H5P_DEFAULT);
+  hdf5_check(link, what + "H5Lexists");
+  return link > 0;
+}
+
+TextList open_text_list(hid_t object, const std::string& name, const std::string& what) {
+  const bool dataset = !has_attribute(object, name, what);
+  Handle id = dataset ? Handle(H5Dopen2(object, name.c_str(), H5P_DEFAULT), H5Dclose)
+                      : Handle(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose);
+  hdf5_check(id.get(), what + (dataset ? "H5Dopen2" : "H5Aopen"));
+  Handle type(dataset ? H5Dget_type(id.get()) : H5Aget_type(id.get()), H5Tclose);
+  hdf5_check(type.get(), what + (dataset ? "H5Dget_type" : "H5Aget_type"));
+  Handle space(dataset ? H5Dget_space(id.get()) : H5Aget_space(id.get()), H5Sclose);
+  hdf5_check(space.get(), what + (dataset ? "H5Dget_space" : "H5Aget_space"));
+  return TextList{dataset, std::move(id), std::move(type), std::move(space)};
 }
 
 void write_numbers_attribute(hid_t object, const std::string& name,
@@ -140,12 +183,12 @@ bool has_attribute(hid_t object, const std::string& name, const std::string& wha
   return exists > 0;
 }
 
-std::vector<std::string> read_string_values(hid_t attr, hid_t file_type, hid_t space, size_t count,
-                                            const std::string& what) {
+std::vector<std::string> read_string_values(hid_t object, hid_t file_type, hid_t space,
+                                            size_t count, const std::string& what, bool dataset) {
   const htri_t variable = H5Tis_variable_str(file_type);
   hdf5_check(variable, what + "H5Tis_variable_str");
-  return variable ? read_variable_strings(attr, file_type, space, count, what)
-                  : read_fixed_strings(attr, file_type, count, what);
+  return variable ? read_variable_strings(object, dataset, file_type, space, count, what)
+                  : read_fixed_strings(object, dataset, file_type, count, what);
 }
 
 std::vector<std::string> read_texts_attribute(hid_t object, const std::string& name,
@@ -154,6 +197,18 @@ std::vector<std::string> read_texts_attribute(hid_t object, const std::string& n
   RT_CHECK(H5Tget_class(a.type.get()) == H5T_STRING, what, "is not text");
   if (a.count == 0) return {};
   return read_string_values(a.attr.get(), a.type.get(), a.space.get(), a.count, what);
+}
+
+std::vector<std::string> read_text_list(hid_t object, const std::string& name,
+                                        const std::string& what) {
+  RT_CHECK(has_text_list(object, name, what), what, "missing");
+  const TextList list = open_text_list(object, name, what);
+  RT_CHECK(H5Tget_class(list.type.get()) == H5T_STRING, what, "is not text");
+  const hssize_t n = H5Sget_simple_extent_npoints(list.space.get());
+  hdf5_check(n, what + "H5Sget_simple_extent_npoints");
+  if (n == 0) return {};
+  return read_string_values(list.id.get(), list.type.get(), list.space.get(),
+                            static_cast<size_t>(n), what, list.is_dataset);
 }
 
 std::vector<double> read_numbers_attribute(hid_t object, const std::string& name,

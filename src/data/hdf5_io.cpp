@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "ringtrain/core/class_names.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/hdf5_attributes.hpp"
 #include "ringtrain/core/hdf5_file.hpp"
@@ -237,23 +238,26 @@ Split read_split(hid_t file, const std::string& path, const std::string& name, b
   return s;
 }
 
-// The file attribute `classes`, one name per class, in any HDF5 string type: variable or fixed
-// length, ASCII or UTF-8 (h5py writes variable-length UTF-8). Empty when absent.
+// The file's `classes`, one name per class: an attribute (or a dataset, for a list too long for
+// one), in any HDF5 string type: variable or fixed length, ASCII or UTF-8 (h5py writes
+// variable-length UTF-8). Empty when absent.
 std::vector<std::string> read_class_names(hid_t file, const std::string& path) {
   const std::string what = str_cat("data: ", path, ": attribute classes: ");
-  if (!has_attribute(file, "classes", what)) return {};
-  Handle attr(H5Aopen(file, "classes", H5P_DEFAULT), H5Aclose);
-  RT_CHECK(attr.ok(), what, "cannot be opened (H5Aopen)");
-  Handle type(H5Aget_type(attr.get()), H5Tclose), space(H5Aget_space(attr.get()), H5Sclose);
-  RT_CHECK(type.ok() && space.ok(), what, "H5Aget_type or H5Aget_space failed");
-  const auto dims = dims_of_space(space.get(), what);
-  RT_CHECK(H5Tget_class(type.get()) == H5T_STRING && dims.size() == 1, what, "holds ",
-           type_str(type.get()), " ", dims_str(dims),
+  if (!has_text_list(file, "classes", what)) return {};
+  const TextList list = open_text_list(file, "classes", what);
+  const auto dims = dims_of_space(list.space.get(), what);
+  RT_CHECK(H5Tget_class(list.type.get()) == H5T_STRING && dims.size() == 1, what, "holds ",
+           type_str(list.type.get()), " ", dims_str(dims),
            ", expected strings [classes] (one name per class)");
   RT_CHECK(dims[0] > 0 && dims[0] <= static_cast<hsize_t>(kMaxClasses), what, "holds ", dims[0],
            " names, expected 1 to ", kMaxClasses);
-  return read_string_values(attr.get(), type.get(), space.get(), static_cast<size_t>(dims[0]),
-                            what);
+  std::vector<std::string> names =
+      read_string_values(list.id.get(), list.type.get(), list.space.get(),
+                         static_cast<size_t>(dims[0]), what, list.is_dataset);
+  for (size_t i = 0; i < names.size(); ++i)
+    check_class_name(names[i], str_cat(what, "name ", i),
+                     "write the file's class names as UTF-8 text, one line each");
+  return names;
 }
 
 // Every scalar string attribute of the file, by name, in name order (the provenance records).

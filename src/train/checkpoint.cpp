@@ -157,7 +157,8 @@ void read_model(hid_t f, const std::string& path, CheckpointMeta& m) {
   c.zero_init_residual = read_int(f, path, "model_zero_init_residual") != 0;
   m.image_height = static_cast<int>(read_int(f, path, "image_height"));
   m.image_width = static_cast<int>(read_int(f, path, "image_width"));
-  m.class_names = read_texts(f, path, "class_names");
+  m.class_names =
+      read_text_list(f, "class_names", str_cat("checkpoint: ", path, ": class_names: "));
   m.norm.mean = read_floats(f, path, "norm_mean");
   m.norm.std = read_floats(f, path, "norm_std");
 }

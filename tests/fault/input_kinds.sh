@@ -31,6 +31,9 @@ mkfifo "$dir/bin/data_batch_1.bin"
 expect_error convert "data_batch_1.bin: is a FIFO (named pipe)" \
   "$bin" data convert "$dir/bin" --out "$dir/converted.h5"
 
+expect_error dataset_as_checkpoint "data.h5: is a dataset file (it has /train, not /params), not a checkpoint" \
+  "$bin" eval --checkpoint "$data" --data "$data" --device cpu
+
 mkdir "$dir/ckpts"
 mkfifo "$dir/ckpts/ckpt-step00000005.h5"
 if run_train --steps 2 --checkpoint-dir "$dir/ckpts" --resume auto >"$dir/auto.log" 2>&1 &&

@@ -47,6 +47,14 @@ else
   echo "skip the character-device cases: mknod needs root"
 fi
 
+# export, as every other output, creates the folders it names.
+if "$bin" export --checkpoint "$ck" "$dir/new/folder/w.safetensors" >"$dir/export.log" 2>&1 &&
+  [ -s "$dir/new/folder/w.safetensors" ]; then
+  ok "export creates the folder of its output"
+else
+  fail "export into a new folder" "$dir/export.log"
+fi
+
 # A symbolic link to a file is refused, naming the file; link and file stay as they were.
 echo "mine" >"$dir/real.json"
 ln -s "$dir/real.json" "$dir/link.json"

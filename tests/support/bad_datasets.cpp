@@ -140,6 +140,12 @@ void damage(const std::string& path, BadDataset kind) {
     ok(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
     replace_classes(file, type, {1, 3}, names);
     H5Tclose(type);
+  } else if (kind == BadDataset::classes_not_utf8) {
+    const char* names[3] = {"a", "b\xff\xfe", "c"};
+    hid_t type = ok(H5Tcopy(H5T_C_S1), "H5Tcopy");
+    ok(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
+    replace_classes(file, type, {3}, names);
+    H5Tclose(type);
   } else if (kind == BadDataset::huge_label) {
     replace_classes(file, H5T_NATIVE_INT32, {}, nullptr);
     const int32_t labels[4] = {0, 1, INT32_MAX, 1};
@@ -170,6 +176,8 @@ std::vector<BadDatasetCase> bad_dataset_cases() {
            "attribute classes: holds int32 [3], expected strings"},
           {BadDataset::classes_rank2, "classes_rank2",
            "attribute classes: holds strings [1,3], expected strings [classes]"},
+          {BadDataset::classes_not_utf8, "classes_not_utf8",
+           "attribute classes: name 1 'b\\xff\\xfe' is not valid UTF-8"},
           {BadDataset::huge_label, "huge_label",
            "/train/labels: label 2147483647 at index 2 is beyond the limit of 100000 classes"},
           {BadDataset::chunks_unwritten, "chunks_unwritten",

@@ -17,6 +17,7 @@ enum class BadDataset {
   // The kinds below spoil an otherwise valid file.
   classes_integer,     // the `classes` attribute holds int32 [3]
   classes_rank2,       // the `classes` attribute holds strings [1, 3]
+  classes_not_utf8,    // a class name holds the bytes 0xFF 0xFE
   huge_label,          // label 2^31-1 and no `classes` attribute
   chunks_unwritten,    // /train/images chunked by image, two of its four chunks never written
   labels_unwritten,    // /train/labels created but never written

@@ -62,6 +62,15 @@ TEST(CheckpointMeta, TheModelImageSizeClassesAndNormalisationRoundTrip) {
   EXPECT_EQ(read.norm.std, written.norm.std);
 }
 
+TEST(CheckpointMeta, AHundredThousandClassNamesRoundTrip) {
+  CheckpointMeta written = structured_meta();
+  written.class_names.resize(100000);
+  for (size_t i = 0; i < written.class_names.size(); ++i)
+    written.class_names[i] = "class " + std::to_string(i);
+  const std::string path = write_meta_checkpoint(written, "many_classes.h5");
+  EXPECT_EQ(verify_checkpoint(path).class_names, written.class_names);
+}
+
 TEST(CheckpointMeta, AnEditedModelAttributeFailsTheMetaChecksum) {
   const std::string path = write_meta_checkpoint(structured_meta(), "edited.h5");
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);

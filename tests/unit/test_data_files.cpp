@@ -144,6 +144,21 @@ TEST(Hdf5Files, DeviceIsNamedAsSuch) {
   expect_refused("/dev/null", "is a character device, not an HDF5 file");
 }
 
+// Note: HDF5 keeps an attribute in its object's header, whose messages hold at most 64 KiB: in
+// the original file format, some 4,090 names. The writer keeps them out of the header.
+TEST(Hdf5Files, AsManyClassNamesAsTheReaderTakesRoundTrip) {
+  SynthConfig c;
+  c.train_count = 2;
+  c.test_count = 2;
+  c.height = c.width = 4;
+  Dataset d = make_synthetic(c);
+  d.class_names.resize(kMaxClasses);
+  for (int i = 0; i < kMaxClasses; ++i) d.class_names[i] = "class " + std::to_string(i);
+  const std::string path = temp_path("most_classes.h5");
+  write_hdf5_dataset(path, d);
+  EXPECT_EQ(read_hdf5_dataset(path).class_names, d.class_names);
+}
+
 TEST(Hdf5Files, WriterRefusesMoreClassesThanTheReaderTakes) {
   SynthConfig c;
   c.train_count = 2;
