@@ -9,6 +9,7 @@
 
 #include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
 #include "test_util.hpp"
 
@@ -102,6 +103,23 @@ TEST(AtomicFile, ProgressAfterEvery64MiBAndAtTheEnd) {
   EXPECT_EQ(calls[2], std::make_pair(image.size(), image.size()));
   EXPECT_EQ(std::filesystem::file_size(path), image.size());
   std::filesystem::remove(path);
+}
+
+// A class name another tool wrote with bytes that are not UTF-8 reaches eval --out and predict
+// --json: the JSON is written (valid, the bad bytes as U+FFFD) instead of failing.
+TEST(JsonText, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
+  const nlohmann::json names = {"cat", "b\xff\xfe", "\xc3\xa9t\xc3\xa9"};
+  EXPECT_THROW(names.dump(), nlohmann::json::type_error);
+  const std::string text = json_text(names);
+  EXPECT_EQ(text, "[\"cat\",\"b\xef\xbf\xbd\xef\xbf\xbd\",\"\xc3\xa9t\xc3\xa9\"]");
+  EXPECT_EQ(nlohmann::json::parse(text)[2], "\xc3\xa9t\xc3\xa9");
+}
+
+TEST(JsonText, AnOrderedObjectKeepsItsOrder) {
+  nlohmann::ordered_json j;
+  j["z"] = 1;
+  j["a"] = 2;
+  EXPECT_EQ(json_text(j), "{\"z\":1,\"a\":2}");
 }
 
 }  // namespace
