@@ -34,6 +34,18 @@ bool checkpoint_name(const std::string& name, const std::string& suffix, int64_t
   return true;
 }
 
+// Whether `name` is a checkpoint's temporary file: ckpt-stepNNNNNNNN.h5.tmp-XXXXXX (six hex
+// digits, as TemporaryFile makes), or ckpt-stepNNNNNNNN.h5.tmp (as earlier versions did).
+bool checkpoint_temporary(const std::string& name) {
+  int64_t step = 0;
+  if (checkpoint_name(name, ".h5.tmp", &step)) return true;
+  const size_t suffix = 7;  // "-XXXXXX"
+  return name.size() > suffix && name[name.size() - suffix] == '-' &&
+         name.find_first_not_of("0123456789abcdef", name.size() - suffix + 1) ==
+             std::string::npos &&
+         checkpoint_name(name.substr(0, name.size() - suffix), ".h5.tmp", &step);
+}
+
 // The checkpoints of a folder by step, newest first.
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& dir) {
   std::vector<std::pair<int64_t, std::string>> found;
@@ -81,10 +93,8 @@ std::vector<std::string> prepare_checkpoint_dir(const std::string& dir) {
   RT_CHECK(close(fd) == 0 && unlink(probe.c_str()) == 0, "--checkpoint-dir ", dir,
            ": removing the test file ", probe, " failed: ", std::strerror(errno));
   std::vector<std::string> removed;
-  int64_t step = 0;
   for (const auto& entry : fs::directory_iterator(dir))
-    if (checkpoint_name(entry.path().filename().string(), ".h5.tmp", &step) &&
-        entry.is_regular_file(error))
+    if (checkpoint_temporary(entry.path().filename().string()) && entry.is_regular_file(error))
       removed.push_back(entry.path().string());
   for (const std::string& path : removed)
     RT_CHECK(unlink(path.c_str()) == 0, "--checkpoint-dir ", dir, ": removing ", path,

@@ -40,13 +40,13 @@ expect_early_error "read-only --checkpoint-dir, 2 ranks" "$dir/ro is not writabl
 # A crash's temporaries are removed at the next start; other files stay.
 c=$dir/crashed
 mkdir -p "$c"
-for f in ckpt-step00000007.h5.tmp ckpt-step00000009.h5.tmp notes.tmp ckpt-step7.h5.tmp; do
+for f in ckpt-step00000007.h5.tmp ckpt-step00000009.h5.tmp-1a2b3c notes.tmp ckpt-step7.h5.tmp ckpt-step00000011.h5.tmp-zz; do
   echo torn >"$c/$f"
 done
 if run_train --steps 2 --checkpoint-dir "$c" --no-final-checkpoint >"$dir/tmp.log" 2>&1 &&
-  [ "$(ls "$c" | tr '\n' ' ')" = "ckpt-step7.h5.tmp notes.tmp " ] &&
+  [ "$(ls "$c" | tr '\n' ' ')" = "ckpt-step00000011.h5.tmp-zz ckpt-step7.h5.tmp notes.tmp " ] &&
   grep -q "removed .*ckpt-step00000007.h5.tmp" "$dir/tmp.log" &&
-  grep -q "removed .*ckpt-step00000009.h5.tmp" "$dir/tmp.log"; then
+  grep -q "removed .*ckpt-step00000009.h5.tmp-1a2b3c" "$dir/tmp.log"; then
   ok "stale checkpoint temporaries removed and logged; other files kept"
 else
   fail "stale temporaries: left $(ls "$c" | tr '\n' ' ')" "$dir/tmp.log"

@@ -21,7 +21,8 @@ std::string newest_checkpoint(const std::string& dir, std::vector<std::string>* 
 
 // At start-up, before any training: creates `dir` when missing, checks that a file can be
 // written there (throws naming the folder and the system's reason), and removes the
-// checkpoint temporaries (ckpt-stepNNNNNNNN.h5.tmp) a crashed run left. Returns their paths.
+// checkpoint temporaries (ckpt-stepNNNNNNNN.h5.tmp-XXXXXX, or .h5.tmp from earlier versions) a
+// crashed run left. Returns their paths.
 std::vector<std::string> prepare_checkpoint_dir(const std::string& dir);
 
 // --keep N, applied by rank 0 after each checkpoint is written and read back.

@@ -202,7 +202,7 @@ void ConvAlgoFile::write(const Entries& entries) {
               {"entries", json::array()}};
   for (const auto& [k, c] : entries) doc["entries"].push_back(entry_json(k, c));
   const std::string text = json_text(doc, 1) + "\n";
-  write_file_atomically(path_, std::vector<char>(text.begin(), text.end()));
+  write_file_atomically(path_, std::vector<char>(text.begin(), text.end()), {}, OutputKinds::files);
 }
 
 void ConvAlgoFile::give_up(const std::string& why) {
