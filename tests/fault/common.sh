@@ -41,3 +41,7 @@ expect_error() {
   if ! grep -qF -- "$expected" "$dir/err"; then fail "$name: stderr lacks '$expected'"; return; fi
   echo "ok   $name: $(head -n 1 "$dir/err")"
 }
+
+# under_asan: the binary is built with AddressSanitizer, whose shadow memory takes more address
+# space than any `prlimit --as` limit a test sets.
+under_asan() { ldd "$bin" | grep -q libasan; }

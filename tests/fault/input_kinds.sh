@@ -23,9 +23,13 @@ expect_error resume_file "$is_fifo" \
 mkdir "$dir/weights"
 expect_error init_from_folder "--init-from $dir/weights: is a directory" \
   "$bin" train --data "$data" "${model[@]}" --steps 1 --init-from "$dir/weights"
-truncate -s 4G "$dir/sparse.safetensors" # read whole, it once ran out of memory
+# A 4 GiB file of zeros is refused at its first bytes: under a 3 GB address-space limit (where
+# AddressSanitizer allows one), reading it whole would fail.
+truncate -s 4G "$dir/sparse.safetensors"
+limit=(prlimit --as=3000000000)
+under_asan && limit=()
 expect_error init_from_sparse "sparse.safetensors: the header does not start with '{'" \
-  prlimit --as=3000000000 "$bin" train --data "$data" "${model[@]}" --steps 1 --init-from "$dir/sparse.safetensors"
+  "${limit[@]}" "$bin" train --data "$data" "${model[@]}" --steps 1 --init-from "$dir/sparse.safetensors"
 mkdir "$dir/bin"
 mkfifo "$dir/bin/data_batch_1.bin"
 expect_error convert "data_batch_1.bin: is a FIFO (named pipe)" \

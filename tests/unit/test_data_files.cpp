@@ -144,31 +144,31 @@ TEST(Hdf5Files, DeviceIsNamedAsSuch) {
   expect_refused("/dev/null", "is a character device, not an HDF5 file");
 }
 
-// Note: HDF5 keeps an attribute in its object's header, whose messages hold at most 64 KiB: in
-// the original file format, some 4,090 names. The writer keeps them out of the header.
-TEST(Hdf5Files, AsManyClassNamesAsTheReaderTakesRoundTrip) {
+// A dataset of two 4x4 images in each split, with `classes` class names "class 0", ...
+Dataset tiny_dataset(int classes) {
   SynthConfig c;
   c.train_count = 2;
   c.test_count = 2;
   c.height = c.width = 4;
   Dataset d = make_synthetic(c);
-  d.class_names.resize(kMaxClasses);
-  for (int i = 0; i < kMaxClasses; ++i) d.class_names[i] = "class " + std::to_string(i);
+  d.class_names.resize(static_cast<size_t>(classes));
+  for (int i = 0; i < classes; ++i) d.class_names[i] = "class " + std::to_string(i);
+  return d;
+}
+
+// Note: HDF5 keeps an attribute in its object's header, whose messages hold at most 64 KiB: in
+// the original file format, some 4,090 names. The writer keeps them out of the header.
+TEST(Hdf5Files, AsManyClassNamesAsTheReaderTakesRoundTrip) {
+  const Dataset d = tiny_dataset(kMaxClasses);
   const std::string path = temp_path("most_classes.h5");
   write_hdf5_dataset(path, d);
   EXPECT_EQ(read_hdf5_dataset(path).class_names, d.class_names);
 }
 
 TEST(Hdf5Files, WriterRefusesMoreClassesThanTheReaderTakes) {
-  SynthConfig c;
-  c.train_count = 2;
-  c.test_count = 2;
-  c.height = c.width = 4;
-  Dataset d = make_synthetic(c);
-  d.class_names.resize(kMaxClasses + 1, "x");
   const std::string path = temp_path("too_many_classes.h5");
   std::filesystem::remove(path);
-  EXPECT_THROW(write_hdf5_dataset(path, d), Error);
+  EXPECT_THROW(write_hdf5_dataset(path, tiny_dataset(kMaxClasses + 1)), Error);
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
