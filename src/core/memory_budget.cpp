@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <utility>
 
 #include "ringtrain/core/error.hpp"
@@ -28,11 +30,67 @@ int64_t mapped_bytes() {
   return in ? pages * sysconf(_SC_PAGESIZE) : 0;
 }
 
+// The first number of the file `path`; -1 when it cannot be read or holds none ("max").
+int64_t file_number(const std::string& path) {
+  std::ifstream in(path);
+  int64_t value = -1;
+  in >> value;
+  return in ? value : -1;
+}
+
+// Note: cgroup v1 writes "no limit" as a page-aligned number near 2^63, v2 as "max".
+constexpr int64_t kNoLimit = int64_t{1} << 62;
+
+// The limit the group at `dir` sets, or -1 when it sets none.
+// Note: the limit, not the limit less the group's usage: the usage counts the page cache, which
+// the kernel reclaims before it refuses memory, as physical memory is taken whole above.
+int64_t group_limit(const std::string& dir, bool v2) {
+  const int64_t limit = file_number(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"));
+  return limit >= 0 && limit < kNoLimit ? limit : -1;
+}
+
+// The least limit of the group `path` ("/a/b") and the groups above it, under `mount`.
+int64_t least_limit(const std::string& mount, std::string path, bool v2) {
+  int64_t least = -1;
+  while (true) {
+    const int64_t limit = group_limit(mount + (path == "/" ? "" : path), v2);
+    if (limit >= 0 && (least < 0 || limit < least)) least = limit;
+    if (path.empty() || path == "/") return least;
+    path = path.substr(0, path.rfind('/'));
+    if (path.empty()) path = "/";
+  }
+}
+
 }  // namespace
+
+int64_t cgroup_memory_limit(const std::string& proc_cgroup, const std::string& root) {
+  std::istringstream lines(proc_cgroup);
+  std::string line;
+  int64_t least = -1;
+  while (std::getline(lines, line)) {
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    const bool v2 = line.compare(0, first, "0") == 0 && controllers.empty();
+    const bool v1 = (',' + controllers + ',').find(",memory,") != std::string::npos;
+    if (!v1 && !v2) continue;
+    const int64_t limit = least_limit(v2 ? root : root + "/memory", path, v2);
+    if (limit >= 0 && (least < 0 || limit < least)) least = limit;
+  }
+  return least;
+}
 
 MemoryLimit memory_limit() {
   const int64_t physical = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   MemoryLimit limit{physical, str_cat("this machine's ", gigabytes(physical), " of memory")};
+  std::ifstream proc("/proc/self/cgroup");
+  const std::string groups((std::istreambuf_iterator<char>(proc)),
+                           std::istreambuf_iterator<char>());
+  const int64_t group = cgroup_memory_limit(groups, "/sys/fs/cgroup");
+  if (group >= 0 && group < limit.bytes)
+    limit = {group, str_cat("this job's memory cgroup limit of ", gigabytes(group),
+                            " (Slurm's --mem, or a container's limit)")};
   struct rlimit as {};
   if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return limit;
   const int64_t left = static_cast<int64_t>(as.rlim_cur) - mapped_bytes();

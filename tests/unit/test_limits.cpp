@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <thread>
@@ -16,6 +18,7 @@
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/train/config.hpp"
 #include "ringtrain/train/setup.hpp"
+#include "test_util.hpp"
 
 namespace ringtrain {
 namespace {
@@ -121,6 +124,33 @@ TEST(MemoryBudget, TheLimitNamesWhereItComesFrom) {
     EXPECT_NE(std::string(e.what()).find(limit.source + ": import fewer"), std::string::npos)
         << e.what();
   }
+}
+
+// Writes `text` to `path`, its folders created.
+void write_cgroup_file(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// A Slurm job's memory limit is a cgroup's: on the job's group or a group above it.
+TEST(MemoryBudget, TheLeastMemoryCgroupLimitAboveTheProcessCounts) {
+  const std::filesystem::path v2 = test::temp_path("cgroup_v2");
+  std::filesystem::remove_all(v2);
+  write_cgroup_file(v2 / "slurm/job_7/memory.max", "4000000000\n");
+  write_cgroup_file(v2 / "slurm/job_7/step_0/memory.max", "max\n");
+  write_cgroup_file(v2 / "memory.max", "9000000000\n");
+  EXPECT_EQ(cgroup_memory_limit("0::/slurm/job_7/step_0\n", v2.string()), 4000000000);
+  EXPECT_EQ(cgroup_memory_limit("0::/slurm\n", v2.string()), 9000000000);
+
+  const std::filesystem::path v1 = test::temp_path("cgroup_v1");
+  std::filesystem::remove_all(v1);
+  write_cgroup_file(v1 / "memory/job/memory.limit_in_bytes", "2000000000\n");
+  write_cgroup_file(v1 / "memory/memory.limit_in_bytes", "9223372036854771712\n");  // none
+  const std::string groups = "5:cpu,cpuacct:/job\n4:memory:/job\n1:name=systemd:/\n";
+  EXPECT_EQ(cgroup_memory_limit(groups, v1.string()), 2000000000);
+  EXPECT_EQ(cgroup_memory_limit("4:memory:/\n", v1.string()), -1);  // only "no limit"
+  EXPECT_EQ(cgroup_memory_limit("4:memory:/absent\n", v1.string()), -1);
+  EXPECT_EQ(cgroup_memory_limit("", v1.string()), -1);
 }
 
 }  // namespace

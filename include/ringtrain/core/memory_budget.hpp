@@ -17,9 +17,16 @@ struct MemoryLimit {
   std::string source;
 };
 
-// The machine's physical memory, or less under an address-space limit (RLIMIT_AS, ulimit -v):
-// that limit less what the process already maps.
+// The machine's physical memory, or less under a memory cgroup's limit (a Slurm job's --mem, a
+// container's) or an address-space limit (RLIMIT_AS, ulimit -v: that limit less what the process
+// already maps), whichever is least.
 MemoryLimit memory_limit();
+
+// The least memory limit of the cgroups of this process (its group and the groups above it), or
+// -1 when none sets one. `proc_cgroup` is the text of /proc/self/cgroup, `root` where the
+// hierarchies are mounted (/sys/fs/cgroup: cgroup v2's memory.max there, v1's
+// memory.limit_in_bytes under root/memory).
+int64_t cgroup_memory_limit(const std::string& proc_cgroup, const std::string& root);
 
 // Throws an Error "WHAT need X GB, more than SOURCE: REMEDY" when `bytes` exceed memory_limit().
 void check_fits_memory(int64_t bytes, const std::string& what, const std::string& remedy);
