@@ -66,7 +66,7 @@ void BatchNorm2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, 
     sync_->wait_on_device(
         sync_->all_reduce_async(global_grad_sums_, 0, global_grad_sums_.numel(), ReduceOp::sum));
   }
-  Tensor dw = params_->grad(weight_), db = params_->grad(bias_);
+  Tensor dw = params_->backward_grad(weight_), db = params_->backward_grad(bias_);
   backend.batch_norm_backward_from_sums(x, dy, gamma, beta, save_mean_, save_invstd_, relu_,
                                         grad_sums_, sync_ ? global_grad_sums_ : grad_sums_, count_,
                                         dx, dw, db);

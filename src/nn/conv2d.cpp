@@ -58,7 +58,7 @@ void Conv2d::forward(Backend& backend, const Tensor& x, Tensor& y) const {
 
 void Conv2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx) const {
   const ConvGeometry g = geometry(x.shape());
-  Tensor dw = params_->grad(weight_);
+  Tensor dw = params_->backward_grad(weight_);
   backend.conv_backward_filter(g, x, dy, dw);
   // Note: announced before dx is computed, so that DDP can start the all-reduce of a bucket
   // this weight completes while the data gradient is still being computed.

@@ -24,7 +24,7 @@ void Linear::forward(Backend& backend, const Tensor& x, Tensor& y) const {
 }
 
 void Linear::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx) const {
-  Tensor dw = params_->grad(weight_), db = params_->grad(bias_);
+  Tensor dw = params_->backward_grad(weight_), db = params_->backward_grad(bias_);
   backend.linear_backward(x, params_->weight(weight_), dy, dx, dw, db);
   params_->gradient_written(bias_);
   params_->gradient_written(weight_);

@@ -41,14 +41,30 @@ int64_t ParameterSet::span(int id) const {
 
 void ParameterSet::allocate(Device& device, DType dtype) {
   const bool mixed = dtype == DType::f32 && device.compute_dtype() != DType::f32;
+  device_ = &device;
   params_ = device.zeros({param_numel_}, dtype);
   weights_ = mixed ? device.zeros({param_numel_}, device.compute_dtype()) : params_;
-  grads_ = device.zeros({param_numel_}, weights_.dtype());
+  grads_ = device.zeros({param_numel_}, dtype);
+  backward_grads_ = mixed ? device.zeros({param_numel_}, device.compute_dtype()) : grads_;
   buffers_ = device.zeros({buffer_numel_}, dtype);
 }
 
 void ParameterSet::refresh_weights(Device& device) {
   if (weights_.raw() != params_.raw()) device.cast(params_, weights_);
+}
+
+void ParameterSet::zero_grad(Device& device) {
+  device.fill(grads_, 0.0);
+  if (backward_grads_.raw() != grads_.raw()) device.fill(backward_grads_, 0.0);
+}
+
+void ParameterSet::gradient_written(int id) {
+  if (backward_grads_.raw() != grads_.raw()) {
+    const int64_t offset = param_infos_.at(static_cast<size_t>(id)).offset, size = span(id);
+    Tensor from = backward_grads_.slice(offset, {size}), to = grads_.slice(offset, {size});
+    device_->accumulate(from, to);
+  }
+  if (listener_) listener_(id);
 }
 
 namespace {
@@ -69,6 +85,9 @@ Tensor ParameterSet::weight(int id) const {
 }
 Tensor ParameterSet::grad(int id) const {
   return lookup(grads_, param_infos_, id, "gradient");
+}
+Tensor ParameterSet::backward_grad(int id) const {
+  return lookup(backward_grads_, param_infos_, id, "backward gradient");
 }
 Tensor ParameterSet::buffer(int id) const {
   return lookup(buffers_, buffer_infos_, id, "buffer");

@@ -107,16 +107,14 @@ void DataParallel::scatter(const Tensor& images, const Tensor& labels) {
   primary_backend().bind_thread();
 }
 
-std::vector<BatchResult> DataParallel::on_every_replica(
-    const std::function<BatchResult(size_t)>& task) {
-  std::vector<std::future<BatchResult>> running;
+void DataParallel::on_every_replica(const std::function<void(size_t)>& task) {
+  std::vector<std::future<void>> running;
   for (size_t d = 0; d < replicas_.size(); ++d) {
     auto replica_task = [this, &task, d] {
       Backend& backend = *replicas_[d].backend;
       backend.bind_thread();
-      const BatchResult r = task(d);
+      task(d);
       backend.synchronize();
-      return r;
     };
     try {
       running.push_back(std::async(std::launch::async, replica_task));
@@ -126,9 +124,7 @@ std::vector<BatchResult> DataParallel::on_every_replica(
                                static_cast<int>(replicas_.size()), e);
     }
   }
-  std::vector<BatchResult> results;
-  for (auto& f : running) results.push_back(f.get());
-  return results;
+  for (auto& f : running) f.get();
 }
 
 // Note: one replica after another onto device 0, as DataParallel's reduce does; the serial
@@ -142,9 +138,8 @@ void DataParallel::reduce() {
   }
 }
 
-BatchResult DataParallel::step(const Tensor& images, const Tensor& labels, const LossSettings& loss,
-                               StepProfiler* profiler) {
-  const double devices = static_cast<double>(replicas_.size());
+void DataParallel::step(const Tensor& images, const Tensor& labels, const LossSettings& loss,
+                        StepProfiler* profiler) {
   if (profiler) profiler->start(Phase::replicate);
   replicate();
   if (profiler) profiler->start(Phase::scatter);
@@ -153,24 +148,31 @@ BatchResult DataParallel::step(const Tensor& images, const Tensor& labels, const
   // Each replica scales its loss gradient by its share of the batch.
   if (profiler) profiler->start(Phase::forward);
   LossSettings share = loss;
-  share.grad_scale /= devices;
-  const std::vector<BatchResult> parts = on_every_replica([&](size_t d) {
-    Replica& r = replicas_[d];
-    return forward_loss(*r.model, r.images, r.labels, share);
-  });
-  BatchResult total;
-  for (const BatchResult& s : parts) {
-    total.loss += s.loss / devices;
-    total.correct += s.correct;
-  }
-  if (profiler) profiler->start(Phase::backward);
+  share.grad_scale /= static_cast<double>(replicas_.size());
   on_every_replica([&](size_t d) {
-    backward_from_loss(*replicas_[d].model);
-    return BatchResult{};
+    Replica& r = replicas_[d];
+    record_forward_loss(*r.model, r.images, r.labels, share);
   });
+  if (profiler) profiler->start(Phase::backward);
+  on_every_replica([&](size_t d) { backward_from_loss(*replicas_[d].model); });
 
   if (profiler) profiler->start(Phase::comm);
   reduce();
+}
+
+std::vector<LossValue> DataParallel::take_losses() {
+  const double devices = static_cast<double>(replicas_.size());
+  std::vector<LossValue> total;
+  for (size_t d = 0; d < replicas_.size(); ++d) {
+    replicas_[d].backend->bind_thread();
+    const std::vector<LossValue> part = replicas_[d].backend->take_losses();
+    total.resize(part.size());
+    for (size_t i = 0; i < part.size(); ++i) {
+      total[i].loss += part[i].loss / devices;
+      total[i].correct += part[i].correct;
+    }
+  }
+  primary_backend().bind_thread();
   return total;
 }
 

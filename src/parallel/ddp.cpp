@@ -72,6 +72,7 @@ DistributedDataParallel::DistributedDataParallel(ParameterSet& params, Communica
     ++b.params;
     bucket_of_[i] = static_cast<int>(buckets_.size()) - 1;
   }
+  if (config.bf16_wire) wire_ = backend.zeros(params.flat_grads().shape(), DType::bf16);
   params_.set_gradient_listener([this](int id) { on_gradient(id); });
 }
 
@@ -91,7 +92,13 @@ void DistributedDataParallel::broadcast_buffers() {
 
 void DistributedDataParallel::launch(Bucket& b, bool during_backward) {
   if (trace_) b.launch_s = trace_->clock().seconds();
-  b.handle = comm_.all_reduce_async(params_.flat_grads(), b.offset, b.size, ReduceOp::average);
+  Tensor& grads = params_.flat_grads();
+  if (wire_.defined()) {
+    Tensor wire = range(wire_, b);
+    backend_.cast(range(grads, b), wire);
+  }
+  Tensor& sent = wire_.defined() ? wire_ : grads;
+  b.handle = comm_.all_reduce_async(sent, b.offset, b.size, ReduceOp::average);
   b.launched = true;
   b.launched_during_backward = during_backward;
 }
@@ -104,7 +111,8 @@ void DistributedDataParallel::wait_for(Bucket& b, int index) {
   if (!trace_) return comm_.wait(b.handle);
   const double wait_s = trace_->clock().seconds();
   comm_.wait(b.handle);
-  const int64_t bytes = b.size * static_cast<int64_t>(dtype_size(params_.flat_grads().dtype()));
+  const DType sent = wire_.defined() ? wire_.dtype() : params_.flat_grads().dtype();
+  const int64_t bytes = b.size * static_cast<int64_t>(dtype_size(sent));
   traced_.push_back({trace_->steps(), index, bytes, b.params, b.launched_during_backward,
                      b.launch_s, wait_s, trace_->clock().seconds()});
 }
@@ -133,6 +141,10 @@ void DistributedDataParallel::finish_gradients() {
   for (size_t i = 0; i < buckets_.size(); ++i) {
     Bucket& b = buckets_[i];
     if (b.launched) wait_for(b, static_cast<int>(i));
+    if (b.launched && wire_.defined()) {
+      Tensor grads = range(params_.flat_grads(), b);
+      backend_.cast(range(wire_, b), grads);
+    }
     b.ready = 0;
     b.launched = false;
   }

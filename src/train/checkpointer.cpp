@@ -114,6 +114,7 @@ void Checkpointer::at_end(const RunPosition& end, Backend& backend, const Parame
 
 void Checkpointer::save(const RunPosition& at, Backend& backend, const ParameterSet& params,
                         const Tensor& momentum, const LossScaler& scaler) {
+  if (before_save_) before_save_();
   CheckpointMeta meta = identity_;
   meta.step = at.step;
   meta.epoch = at.epoch;

@@ -61,6 +61,12 @@ const NameTable<Precision>& names_of<Precision>() {
 }
 
 template <>
+const NameTable<GradComm>& names_of<GradComm>() {
+  static const NameTable<GradComm> names = {{"f32", GradComm::f32}, {"bf16", GradComm::bf16}};
+  return names;
+}
+
+template <>
 const NameTable<AugmentOn>& names_of<AugmentOn>() {
   static const NameTable<AugmentOn> names = {{"host", AugmentOn::host},
                                              {"device", AugmentOn::device}};
@@ -90,6 +96,9 @@ void TrainConfig::validate() const {
   RT_CHECK_AS(ConfigError, mode == Mode::dp || !dp_share_device,
               "config: --dp-share-device is for --mode dp (a test aid that puts every "
               "DataParallel replica on device 0); add --mode dp or drop it");
+  RT_CHECK_AS(ConfigError, grad_comm == GradComm::f32 || device == DeviceKind::cuda,
+              "config: --grad-comm bf16 is for DDP on CUDA (NCCL sums bf16; MPI on the CPU has no "
+              "bf16 type); drop it, or add --device cuda");
   RT_CHECK_AS(ConfigError, resume != ResumeFrom::file || !resume_file.empty(),
               "config: --resume needs a checkpoint file or auto");
   RT_CHECK_AS(ConfigError, init_from.empty() || resume == ResumeFrom::none,

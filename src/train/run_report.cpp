@@ -124,10 +124,13 @@ void RunReport::begin(int64_t start_step, const std::string& resumed_from) {
   check_output(metrics_, config_.metrics_path, "--metrics");
 }
 
+bool RunReport::progress_due(int64_t step) {
+  return root_ && line_due(terminal_ ? 0.5 : config_.log_interval_s, step + 1 == total_steps_);
+}
+
 void RunReport::progress(int64_t epoch, int64_t step, double loss, double lr) {
   if (!root_) return;
   const bool last = step + 1 == total_steps_;
-  if (!line_due(terminal_ ? 0.5 : config_.log_interval_s, last)) return;
   const double elapsed = seconds_between(start_, last_line_);
   const double done = static_cast<double>(step + 1 - start_step_);  // by this process
   const std::string line =

@@ -125,8 +125,9 @@ void TrainSession::build_gradient_sync() {
                                   CommOptions{config.comm_timeout_s, config.debug_collectives});
   Communicator& grad_comm = nccl ? *nccl : comm;
   if (config.sync_bn) model().set_sync_batch_norm(&grad_comm);
-  ddp.emplace(model().parameters(), grad_comm, backend(),
-              DdpConfig{config.bucket_cap_mb, 1.0, config.overlap});
+  ddp.emplace(
+      model().parameters(), grad_comm, backend(),
+      DdpConfig{config.bucket_cap_mb, 1.0, config.overlap, config.grad_comm == GradComm::bf16});
 }
 
 void TrainSession::build_loaders() {

@@ -7,20 +7,20 @@
 namespace ringtrain {
 namespace {
 
-// One micro-batch's forward and backward, on the model or DataParallel's replicas.
-BatchResult micro_step(TrainSession& s, const DeviceBatch& batch, const LossSettings& loss) {
+// One micro-batch's forward and backward, on the model or DataParallel's replicas; its loss is
+// recorded on the device.
+void micro_step(TrainSession& s, const DeviceBatch& batch, const LossSettings& loss) {
   if (s.dp) return s.dp->step(batch.images, batch.labels, loss, &*s.profiler);
-  const BatchResult r = forward_backward(s.model(), batch.images, batch.labels, loss, &*s.profiler);
+  record_forward_backward(s.model(), batch.images, batch.labels, loss, &*s.profiler);
   if (s.ddp) {
     s.profiler->start(Phase::comm);  // what is left of the all-reduces once backward is done
     s.ddp->finish_gradients();
   }
-  return r;
 }
 
 }  // namespace
 
-BatchResult train_step(TrainSession& s, double lr, int64_t step) {
+void train_step(TrainSession& s, double lr, int64_t step) {
   const int k = s.config.accum_steps;
   const double loss_scale = s.scaler->scale();
   // Note: each micro-batch's loss is divided by k, so the accumulated gradient is that of the
@@ -30,16 +30,12 @@ BatchResult train_step(TrainSession& s, double lr, int64_t step) {
   const LossSettings loss{s.config.label_smoothing, loss_scale / k};
   ParameterSet& params = s.model().parameters();
   params.zero_grad(s.backend());
-  BatchResult total;
   for (int micro = 0; micro < k; ++micro) {
     const DeviceBatch* batch = s.train_batches->next();
     RT_CHECK(batch, "train: the loader ran out of batches in the middle of a step");
     if (s.ddp) s.ddp->set_sync(micro + 1 == k);
-    const BatchResult r = micro_step(s, *batch, loss);
-    total.loss += r.loss / k;
-    total.correct += r.correct;
+    micro_step(s, *batch, loss);
   }
-  check_finite(s, total.loss, "the loss at step", step);
   s.profiler->start(Phase::optimizer);
   const bool finite = !s.scaler->enabled() || s.backend().all_finite(params.flat_grads());
   if (s.scaler->update(finite)) {
@@ -48,7 +44,19 @@ BatchResult train_step(TrainSession& s, double lr, int64_t step) {
     spdlog::warn("step {}: gradients overflowed at loss scale {}; step skipped, scale now {}", step,
                  loss_scale, s.scaler->scale());
   }
-  return total;
+}
+
+std::vector<BatchResult> take_step_losses(TrainSession& s) {
+  const std::vector<LossValue> micro = s.dp ? s.dp->take_losses() : s.backend().take_losses();
+  const size_t k = static_cast<size_t>(s.config.accum_steps);
+  RT_CHECK(micro.size() % k == 0, "train: the loss log holds ", micro.size(),
+           " micro-batches, not whole steps of ", k);
+  std::vector<BatchResult> steps(micro.size() / k);
+  for (size_t i = 0; i < micro.size(); ++i) {
+    steps[i / k].loss += micro[i].loss / static_cast<double>(k);
+    steps[i / k].correct += micro[i].correct;
+  }
+  return steps;
 }
 
 EvalSums evaluate(TrainSession& s) {

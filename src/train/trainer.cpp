@@ -29,6 +29,30 @@ void inject_faults(const TrainConfig& c, int rank, int64_t step) {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
+// The training losses on their way from the device (Ops::record_loss). They are read only when
+// a progress line is due, before a checkpoint is written and when an epoch ends: each is then
+// checked (a non-finite loss ends the run, naming its step) and added to the epoch's tally and
+// the run's per-step losses.
+struct LossBook {
+  TrainSession& s;
+  TrainResult& result;
+  EpochTally tally;       // the epoch running
+  int64_t next_step = 0;  // the step after the last one run
+  BatchResult last;       // the last step's, once read
+
+  void read() {
+    const std::vector<BatchResult> steps = take_step_losses(s);
+    int64_t step = next_step - static_cast<int64_t>(steps.size());
+    for (const BatchResult& r : steps) {
+      check_finite(s, r.loss, "the loss at step", step++);
+      result.step_losses.push_back(r.loss);
+      tally.loss += r.loss;
+      tally.correct += static_cast<double>(r.correct);
+      last = r;
+    }
+  }
+};
+
 // Where the run stands after step `step` (counted from 1) of `epoch`, which was its b-th step
 // (from 0).
 RunPosition position_after(const TrainSession& s, int64_t step, int64_t epoch, int64_t b) {
@@ -74,30 +98,34 @@ EpochMetrics finish_epoch(TrainSession& s, const EpochTally& t, double seconds) 
 }
 
 // The steps of one epoch from `at`; false when a stop signal ended the run in it.
-bool run_epoch(TrainSession& s, int64_t epoch, RunPosition& at, TrainResult& result) {
+bool run_epoch(TrainSession& s, int64_t epoch, RunPosition& at, LossBook& losses,
+               TrainResult& result) {
   const int64_t skipped = epoch == at.epoch ? at.batch_in_epoch : 0;
   s.train_batches->start_epoch(epoch);
   s.train_batches->skip(skipped);  // resumed in the middle of this epoch
   const auto start = Clock::now();
-  EpochTally tally;
+  EpochTally& tally = losses.tally;
+  tally = EpochTally{};
   tally.phases = s.profiler->totals();
   double lr = 0;
   for (int64_t b = skipped / s.config.accum_steps;
        b < s.length.steps_per_epoch && at.step < s.length.total_steps; ++b) {
     inject_faults(s.config, s.world.rank(), at.step);
     lr = s.schedule.at(at.step);
-    const BatchResult r = train_step(s, lr, at.step);
+    train_step(s, lr, at.step);
     s.profiler->start(Phase::other);
-    result.step_losses.push_back(r.loss);
-    tally.loss += r.loss;
-    tally.correct += static_cast<double>(r.correct);
+    losses.next_step = at.step + 1;
     tally.images += static_cast<double>(int64_t{s.config.batch_size} * s.config.accum_steps);
     ++tally.steps;
-    s.report->progress(epoch, at.step, r.loss, lr);
+    if (s.report->progress_due(at.step)) {
+      losses.read();
+      s.report->progress(epoch, at.step, losses.last.loss, lr);
+    }
     s.profiler->end_step();
     at = position_after(s, at.step + 1, epoch, b);
     if (s.checkpoint_after_step(at)) return false;
   }
+  losses.read();
   EpochMetrics m = finish_epoch(s, tally, seconds_since(start));
   m.epoch = epoch + 1;
   m.step = at.step;
@@ -149,6 +177,8 @@ TrainResult train(const TrainConfig& config) {
   install_stop_signal_handlers();  // before the long start-up (the CLI did it before MPI_Init)
   TrainSession s(config);
   TrainResult result;
+  LossBook losses{s, result, EpochTally{}, 0, BatchResult{}};
+  s.checkpoints->set_before_save([&losses] { losses.read(); });
   result.parameters = s.model().parameter_count();
   result.macs_per_image = s.model().macs_per_image(s.data.train.height, s.data.train.width);
   result.device = s.device_name();
@@ -158,7 +188,7 @@ TrainResult train(const TrainConfig& config) {
   s.report->begin(start_step, start_step > 0 ? s.checkpoints->last_written() : "");
   result.stopped = s.stop_before_start(at);
   for (int64_t epoch = at.epoch; epoch < s.length.epochs && !result.stopped; ++epoch)
-    result.stopped = !run_epoch(s, epoch, at, result);
+    result.stopped = !run_epoch(s, epoch, at, losses, result);
   if (!result.stopped) s.checkpoint_at_end(at);
   result.checkpoint = s.checkpoints->last_written();
   result.steps = at.step;

@@ -239,20 +239,28 @@ TEST_P(CudaOps, SoftmaxCrossEntropyAccuracyAndBadLabels) {
   expect_close(d_dev, d, "dlogits");
   EXPECT_EQ(gpu_->count_correct(logits_dev, labels_dev), cpu_.count_correct(logits, labels));
 
-  // The two halves give the one call's values, bit for bit (the same kernels).
-  Tensor halves_dev = gpu_->zeros(d.shape(), dtype());
-  gpu_->begin_loss(logits_dev, labels_dev, 0.1f, halves_dev, 1.0);
-  const LossValue halves = gpu_->end_loss();
-  EXPECT_EQ(halves.loss, got);
-  EXPECT_EQ(halves.correct, cpu_.count_correct(logits, labels));
-  EXPECT_EQ(max_rel_diff(download(*gpu_, halves_dev), download(*gpu_, d_dev)), 0.0);
-  EXPECT_THROW(gpu_->end_loss(), Error);
+  // The loss log keeps the one call's values, bit for bit (the same kernels), for more batches
+  // than it holds at once: one read when it is full, one when the values are taken.
+  Tensor logged_dev = gpu_->zeros(d.shape(), dtype());
+  const int batches = 1030;
+  const int64_t reads = gpu_->values_read();
+  for (int b = 0; b < batches; ++b)
+    gpu_->record_loss(logits_dev, labels_dev, 0.1f, logged_dev, 1.0);
+  const std::vector<LossValue> logged = gpu_->take_losses();
+  EXPECT_EQ(gpu_->values_read(), reads + 2);
+  ASSERT_EQ(logged.size(), static_cast<size_t>(batches));
+  for (const LossValue& v : logged) {
+    ASSERT_EQ(v.loss, got);
+    ASSERT_EQ(v.correct, cpu_.count_correct(logits, labels));
+  }
+  EXPECT_EQ(max_rel_diff(download(*gpu_, logged_dev), download(*gpu_, d_dev)), 0.0);
+  EXPECT_TRUE(gpu_->take_losses().empty());
 
   labels.data<int>()[5] = 10;
   gpu_->copy(labels, labels_dev);
   EXPECT_THROW(gpu_->softmax_cross_entropy(logits_dev, labels_dev, 0.0f, nullptr, 1.0), Error);
-  gpu_->begin_loss(logits_dev, labels_dev, 0.0f, halves_dev, 1.0);
-  EXPECT_THROW(gpu_->end_loss(), Error);  // the bad label, found when the values arrive
+  gpu_->record_loss(logits_dev, labels_dev, 0.0f, logged_dev, 1.0);
+  EXPECT_THROW(gpu_->take_losses(), Error);  // the bad label, found when the values arrive
 }
 
 TEST_P(CudaOps, ElementwiseOps) {

@@ -288,25 +288,35 @@ TEST(Loss, RejectsLabelsOutOfRange) {
   EXPECT_THROW(backend.softmax_cross_entropy(z, labels, 0, nullptr, 1.0), Error);
 }
 
-// begin_loss + end_loss give what softmax_cross_entropy and count_correct give, bit for bit, and
-// each begin_loss must have its end_loss.
-TEST(Loss, BeginAndEndGiveTheOneCallValues) {
+// record_loss keeps what softmax_cross_entropy and count_correct give, bit for bit, in the
+// order recorded; take_losses returns them in one read and empties the log.
+TEST(Loss, TheLossLogKeepsTheOneCallValuesInOrder) {
   CpuBackend backend(1);
   std::mt19937_64 rng(4);
   const int n = 6, k = 4;
   Tensor z = random_tensor<float>({n, k}, rng, 2.0), labels = Tensor::zeros({n}, DType::i32);
   for (int i = 0; i < n; ++i) labels.data<int>()[i] = (5 * i + 2) % k;
+  Tensor z2 = random_tensor<float>({n, k}, rng, 2.0);
   Tensor want_dz = Tensor::zeros(z.shape(), DType::f32), dz = Tensor::zeros(z.shape(), DType::f32);
+  const double want2 = backend.softmax_cross_entropy(z2, labels, 0.1f, nullptr, 8.0);
   const double want = backend.softmax_cross_entropy(z, labels, 0.1f, &want_dz, 8.0);
   const int64_t correct = backend.count_correct(z, labels);
-  EXPECT_THROW(backend.end_loss(), Error);
-  backend.begin_loss(z, labels, 0.1f, dz, 8.0);
-  EXPECT_THROW(backend.begin_loss(z, labels, 0.1f, dz, 8.0), Error);
-  const LossValue got = backend.end_loss();
-  EXPECT_EQ(got.loss, want);
-  EXPECT_EQ(got.correct, correct);
+  const int64_t correct2 = backend.count_correct(z2, labels);
+  EXPECT_TRUE(backend.take_losses().empty());
+  const int64_t reads = backend.values_read();
+  backend.record_loss(z2, labels, 0.1f, dz, 8.0);
+  backend.record_loss(z, labels, 0.1f, dz, 8.0);
+  EXPECT_EQ(backend.values_read(), reads);  // nothing is read while recording
+  const std::vector<LossValue> got = backend.take_losses();
+  EXPECT_EQ(backend.values_read(), reads + 1);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].loss, want2);
+  EXPECT_EQ(got[0].correct, correct2);
+  EXPECT_EQ(got[1].loss, want);
+  EXPECT_EQ(got[1].correct, correct);
   for (int64_t i = 0; i < z.numel(); ++i) ASSERT_EQ(dz.data<float>()[i], want_dz.data<float>()[i]);
-  EXPECT_THROW(backend.end_loss(), Error);
+  EXPECT_TRUE(backend.take_losses().empty());
+  EXPECT_EQ(backend.values_read(), reads + 1);
 }
 
 TEST(Accuracy, CountsFirstArgMax) {

@@ -2,17 +2,21 @@
 // the parameter count free of the padding, and the padding zero through SGD steps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 
+#include "host_grid.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/backend/kernels/elementwise.hpp"
 #include "ringtrain/optim/sgd.hpp"
 
 namespace ringtrain {
 namespace {
 
-// The CPU device computing in bf16: a ParameterSet on it keeps f32 master weights and bf16
-// weights and gradients, as on a GPU.
+// The CPU device computing in bf16: a ParameterSet on it keeps f32 master weights and
+// gradients with bf16 weights and backward gradients, as on a GPU; the gradient hand-over runs
+// the CUDA kernel's body in the host grid emulator.
 class Bf16HostDevice final : public Device {
  public:
   DeviceId device_id() const override { return cpu_.device_id(); }
@@ -20,9 +24,20 @@ class Bf16HostDevice final : public Device {
   DType compute_dtype() const override { return DType::bf16; }
   Layout layout() const override { return cpu_.layout(); }
   Tensor zeros(const Shape& shape, DType dtype) override { return cpu_.zeros(shape, dtype); }
-  void fill(Tensor& t, double value) override { cpu_.fill(t, value); }
+  void fill(Tensor& t, double value) override {
+    if (t.dtype() != DType::bf16) return cpu_.fill(t, value);
+    auto* bits = static_cast<uint16_t*>(t.raw());
+    std::fill(bits, bits + t.numel(), float_to_bf16(static_cast<float>(value)));
+  }
   void copy(const Tensor& src, Tensor& dst) override { cpu_.copy(src, dst); }
   void cast(const Tensor& src, Tensor& dst) override { cpu_.cast(src, dst); }
+  void accumulate(Tensor& src, Tensor& dst) override {
+    ASSERT_EQ(src.dtype(), DType::bf16);
+    ASSERT_EQ(dst.dtype(), DType::f32);
+    const kernels::AccumulateAndClear<test::HostBf16, float> body{
+        static_cast<test::HostBf16*>(src.raw()), dst.data<float>()};
+    test::emulate_grid_stride(body, src.numel(), test::kSmallGrid);
+  }
   void synchronize() override {}
   void bind_thread() override {}
   int mark(const char* label) override { return cpu_.mark(label); }
@@ -65,10 +80,12 @@ void expect_aligned_views(Device& device, DType master, DType compute) {
     EXPECT_TRUE(aligned256(ps.param(id))) << name;
     EXPECT_TRUE(aligned256(ps.weight(id))) << name;
     EXPECT_TRUE(aligned256(ps.grad(id))) << name;
+    EXPECT_TRUE(aligned256(ps.backward_grad(id))) << name;
     EXPECT_EQ(ps.param(id).shape(), kShapes[i]) << name;
     EXPECT_EQ(ps.param(id).dtype(), master) << name;
     EXPECT_EQ(ps.weight(id).dtype(), compute) << name;
-    EXPECT_EQ(ps.grad(id).dtype(), compute) << name;
+    EXPECT_EQ(ps.grad(id).dtype(), master) << name;
+    EXPECT_EQ(ps.backward_grad(id).dtype(), compute) << name;
     count += shape_numel(kShapes[i]);
   }
   EXPECT_TRUE(aligned256(ps.buffer(0)));
@@ -84,6 +101,33 @@ TEST(ParameterLayout, EveryViewIs256ByteAlignedInEveryBuffer) {
   expect_aligned_views(cpu, DType::f64, DType::f64);
   Bf16HostDevice bf16;
   expect_aligned_views(bf16, DType::f32, DType::bf16);
+}
+
+// Four micro-batches' bf16 gradients 256, 1, 1, 1: added in bf16 (8 significant bits) the sum
+// stays 256, in the f32 gradients it is 259. Each hand-over clears the bf16 gradient, and the
+// listener (DDP) hears of the gradient once it is in the f32 buffer.
+TEST(MixedPrecision, MicroBatchGradientsAccumulateInF32) {
+  Bf16HostDevice device;
+  ParameterSet ps = odd_parameters();
+  ps.allocate(device, DType::f32);
+  const int id = 3;
+  std::vector<float> heard;
+  ps.set_gradient_listener(
+      [&](int written) { heard.push_back(ps.grad(written).data<float>()[0]); });
+  ps.zero_grad(device);
+  for (float g : {256.0f, 1.0f, 1.0f, 1.0f}) {
+    Tensor backward = ps.backward_grad(id);
+    for (int64_t i = 0; i < backward.numel(); ++i)
+      static_cast<uint16_t*>(backward.raw())[i] = float_to_bf16(g);
+    ps.gradient_written(id);
+    for (int64_t i = 0; i < backward.numel(); ++i)
+      ASSERT_EQ(static_cast<const uint16_t*>(backward.raw())[i], 0) << "element " << i;
+  }
+  const Tensor grad = ps.grad(id);
+  for (int64_t i = 0; i < grad.numel(); ++i) ASSERT_EQ(grad.data<float>()[i], 259.0f) << i;
+  EXPECT_EQ(heard, (std::vector<float>{256, 257, 258, 259}));
+  ps.zero_grad(device);
+  EXPECT_EQ(ps.grad(id).data<float>()[0], 0.0f);
 }
 
 TEST(ParameterLayout, SpansTileTheBufferAndDecayRunsCoverIt) {

@@ -7,6 +7,8 @@
 
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/train/session.hpp"
+#include "ringtrain/train/step.hpp"
 #include "ringtrain/train/trainer.hpp"
 #include "test_util.hpp"
 
@@ -47,6 +49,28 @@ TEST(Train, SameSeedGivesBitIdenticalLosses) {
   EXPECT_EQ(a.step_losses, b.step_losses);
   c.seed = 1;
   EXPECT_NE(train(c).step_losses, a.step_losses);
+}
+
+// The steps keep their losses on the device: running them reads no device value, and taking
+// their losses afterwards is one read that gives each step's mean over its micro-batches, the
+// same values a run of those steps reports.
+TEST(Train, StepsReadNoDeviceValueUntilTheirLossesAreTaken) {
+  TrainConfig c = small_config(small_dataset());
+  c.accum_steps = 2;
+  c.steps = 3;
+  c.batch_size = 16;
+  c.checkpoint_dir = test::temp_path("train_reads_ckpt");
+  const TrainResult run = train(c);
+  TrainSession s(c);
+  s.train_batches->start_epoch(0);
+  const int64_t before = s.backend().values_read();
+  for (int64_t step = 0; step < 3; ++step) train_step(s, s.schedule.at(step), step);
+  EXPECT_EQ(s.backend().values_read(), before);
+  const std::vector<BatchResult> losses = take_step_losses(s);
+  EXPECT_EQ(s.backend().values_read(), before + 1);
+  ASSERT_EQ(losses.size(), 3u);
+  for (size_t i = 0; i < losses.size(); ++i) EXPECT_EQ(losses[i].loss, run.step_losses[i]) << i;
+  EXPECT_TRUE(take_step_losses(s).empty());
 }
 
 // Note: four epochs, not two. Two epochs end inside the unstable first phase of training, where

@@ -25,6 +25,9 @@ class Device {
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
   // dst = src converted to dst's dtype (f32 master weights into their compute-dtype copy).
   virtual void cast(const Tensor& src, Tensor& dst) = 0;
+  // dst += src converted to dst's dtype, then src = 0: one backward pass's compute-dtype
+  // gradients into the f32 ones the optimizer reads (ParameterSet::gradient_written).
+  virtual void accumulate(Tensor& src, Tensor& dst) = 0;
   virtual void synchronize() = 0;
   // Makes this device the calling thread's current one (cudaSetDevice on CUDA; nothing on the
   // CPU). A thread that issues work to a device other than the one it started on calls it first.
@@ -48,6 +51,17 @@ class Device {
   // Returns when every copy issued so far has finished reading its host memory; work issued
   // afterwards is ordered after those copies.
   virtual void wait_for_copies() = 0;
+
+  // How many times the host has waited for a value the device computed: a loss, a count, a
+  // finite check, a copy to the host. A training step that prints nothing makes none (one with
+  // fp16's finite check makes that one, as PyTorch's GradScaler does).
+  int64_t values_read() const { return values_read_; }
+
+ protected:
+  void count_value_read() { ++values_read_; }
+
+ private:
+  int64_t values_read_ = 0;
 };
 
 }  // namespace ringtrain

@@ -16,7 +16,7 @@ struct SgdHyper {
   float grad_scale = 1.0f;  // gradients are multiplied by this first (1 / the fp16 loss scale)
 };
 
-// A batch's mean loss and its count of correct rows, as end_loss gives them.
+// A batch's mean loss and its count of correct rows, as take_losses gives them.
 struct LossValue {
   double loss = 0;
   int64_t correct = 0;
@@ -110,16 +110,17 @@ class Ops {
   // Number of rows whose arg-max (first maximum) equals the label.
   virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) = 0;
 
-  // Training's loss in two halves: begin_loss computes what softmax_cross_entropy (into
-  // dlogits) and count_correct do and starts bringing their values to the host; end_loss waits
-  // for them, and reports a label outside [0, classes). Every begin_loss has its end_loss before
-  // the next one.
-  // Note: a device computes the loss after forward; read back at once, it would make the host
-  // wait for the whole forward pass before it could queue backward, and the device idle while it
-  // does. Between the halves the host queues backward, and the values are there by its end.
-  virtual void begin_loss(const Tensor& logits, const Tensor& labels, float smoothing,
-                          Tensor& dlogits, double grad_scale) = 0;
-  virtual LossValue end_loss() = 0;
+  // Training's loss, kept on the device: record_loss computes what softmax_cross_entropy (into
+  // dlogits) and count_correct do and appends the batch's values to the device's loss log,
+  // without waiting for them. take_losses waits for the log once, returns its values in the
+  // order recorded and empties it; a label outside [0, classes) in any batch is reported then.
+  // Note: a loss read back at each step makes the host wait for the device every step: it
+  // cannot queue the next step's work while the device finishes this one, and no step could be
+  // captured as a CUDA graph. The trainer reads the log only when it prints a line, writes a
+  // checkpoint or ends an epoch.
+  virtual void record_loss(const Tensor& logits, const Tensor& labels, float smoothing,
+                           Tensor& dlogits, double grad_scale) = 0;
+  virtual std::vector<LossValue> take_losses() = 0;
 
   // Whether every element is finite (fp16 loss scaling skips a step when not).
   virtual bool all_finite(const Tensor& t) = 0;

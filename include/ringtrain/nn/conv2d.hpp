@@ -25,7 +25,7 @@ class Conv2d {
   void backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx) const;
 
  private:
-  const ParameterSet* params_;
+  ParameterSet* params_;
   int in_, out_, kernel_, stride_, pad_;
   int weight_;
 };

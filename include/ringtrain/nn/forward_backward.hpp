@@ -21,13 +21,19 @@ struct BatchResult {
 // gradient of grad_scale x the batch-mean loss to the model's parameter gradients. Whoever
 // listens to the parameters' gradients (DDP's buckets) hears each one as backward writes it.
 // With a profiler, forward (with the loss) and backward are timed as their phases.
+// record_forward_backward leaves the batch's loss in the device's loss log (Ops::record_loss:
+// nothing is read back; model.backend().take_losses() reads it); forward_backward reads it at
+// once, and the log must hold nothing else.
+void record_forward_backward(ResNet& model, const Tensor& images, const Tensor& labels,
+                             const LossSettings& loss, StepProfiler* profiler = nullptr);
 BatchResult forward_backward(ResNet& model, const Tensor& images, const Tensor& labels,
                              const LossSettings& loss, StepProfiler* profiler = nullptr);
 
-// forward_backward's two halves, for callers that wait between them (DataParallel joins its
-// replicas after each): forward_loss runs forward and the loss and leaves grad_scale x the loss
-// gradient in model.logits_grad(); backward_from_loss runs backward from it.
-BatchResult forward_loss(ResNet& model, const Tensor& images, const Tensor& labels,
+// record_forward_backward's two halves, for callers that wait between them (DataParallel joins
+// its replicas after each): record_forward_loss runs forward, records the loss and leaves
+// grad_scale x the loss gradient in model.logits_grad(); backward_from_loss runs backward from
+// it.
+void record_forward_loss(ResNet& model, const Tensor& images, const Tensor& labels,
                          const LossSettings& loss);
 void backward_from_loss(ResNet& model);
 

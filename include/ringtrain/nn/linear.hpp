@@ -20,7 +20,7 @@ class Linear {
   void backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx) const;
 
  private:
-  const ParameterSet* params_;
+  ParameterSet* params_;
   int in_, out_;
   int weight_, bias_;
 };

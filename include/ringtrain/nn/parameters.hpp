@@ -19,12 +19,16 @@ struct ParamInfo {
 // Every parameter of a model in one flat buffer, every gradient in a second one with the same
 // layout, and the non-trained state (batch-norm running statistics) in a third. With mixed
 // precision (f32 parameters on a backend computing in bf16 or f16) the parameters are the f32
-// master weights, the ops read a compute-dtype copy of them (refresh_weights after every
-// change), and the gradients are in the compute dtype. Parameters are
-// laid out in registration (forward) order, so the backward pass writes the gradient buffer
-// from its end to its start: DDP buckets are plain ranges, the optimizer is one pass. Every
-// parameter (and buffer) starts 256-byte aligned; the zero padding between them is part of
-// the flat buffers.
+// master weights and the ops read a compute-dtype copy of them (refresh_weights after every
+// change). Parameters are laid out in registration (forward) order, so the backward pass writes
+// the gradient buffer from its end to its start: DDP buckets are plain ranges, the optimizer is
+// one pass. Every parameter (and buffer) starts 256-byte aligned; the zero padding between them
+// is part of the flat buffers.
+// Note: the gradients the optimizer, DDP and DataParallel read are in the parameters' dtype
+// (f32 master gradients under mixed precision, as PyTorch's autocast keeps them). Backward
+// writes a parameter's gradient in the compute dtype into backward_grad(id); gradient_written
+// adds it to grad(id) in f32 and clears it, so micro-batches accumulate in f32: summed in bf16,
+// 256 + 1 + 1 + 1 would stay 256.
 class ParameterSet {
  public:
   // Registration, before allocate(). Returns the id to look the tensor up with.
@@ -36,12 +40,15 @@ class ParameterSet {
 
   Tensor param(int id) const;
   Tensor weight(int id) const;  // the compute-dtype copy the ops read
-  Tensor grad(int id) const;
+  Tensor grad(int id) const;    // the accumulated gradient, in the parameters' dtype
+  // Where backward adds parameter id's gradient: grad(id) itself without mixed precision, a
+  // compute-dtype buffer that gradient_written empties into grad(id) with it.
+  Tensor backward_grad(int id) const;
   Tensor buffer(int id) const;
   // Copies the master parameters into the compute-dtype copy (nothing without mixed precision).
   void refresh_weights(Device& device);
   // Backward adds to the gradients: a step starts by zeroing them.
-  void zero_grad(Device& device) { device.fill(grads_, 0.0); }
+  void zero_grad(Device& device);
 
   const std::vector<ParamInfo>& param_infos() const { return param_infos_; }
   const std::vector<ParamInfo>& buffer_infos() const { return buffer_infos_; }
@@ -55,11 +62,10 @@ class ParameterSet {
   // parameters' spans tile the buffer.
   int64_t span(int id) const;
 
-  // Layers call gradient_written(id) once parameter id's gradient is final for this step; DDP
-  // listens to launch each bucket the moment its last gradient is written.
-  void gradient_written(int id) const {
-    if (listener_) listener_(id);
-  }
+  // Layers call gradient_written(id) once backward_grad(id) is final for this backward pass: it
+  // moves the gradient into grad(id) (mixed precision), then tells the listener. DDP listens to
+  // launch each bucket the moment its last gradient is written.
+  void gradient_written(int id);
   void set_gradient_listener(std::function<void(int)> listener) { listener_ = std::move(listener); }
 
   // Ranges of the flat buffer with their weight-decay flag; norm and bias parameters are
@@ -70,7 +76,8 @@ class ParameterSet {
  private:
   std::vector<ParamInfo> param_infos_, buffer_infos_;
   int64_t param_numel_ = 0, buffer_numel_ = 0, param_count_ = 0;
-  Tensor params_, weights_, grads_, buffers_;
+  Device* device_ = nullptr;  // the one allocate() was given
+  Tensor params_, weights_, grads_, backward_grads_, buffers_;
   std::function<void(int)> listener_;
 };
 

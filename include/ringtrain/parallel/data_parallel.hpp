@@ -32,12 +32,15 @@ class DataParallel {
   Backend& primary_backend() { return *replicas_.front().backend; }
   Backend& backend(int device) { return *replicas_.at(static_cast<size_t>(device)).backend; }
 
-  // forward_backward over the whole batch, each replica on its chunk: the gradient of the
-  // batch-mean loss, times loss.grad_scale, is added to device 0's gradients. With a profiler
-  // (on device 0) the phases are replicate, scatter, forward (with the loss), backward and comm
-  // (the reduce).
-  BatchResult step(const Tensor& images, const Tensor& labels, const LossSettings& loss,
-                   StepProfiler* profiler = nullptr);
+  // record_forward_backward over the whole batch, each replica on its chunk: the gradient of
+  // the batch-mean loss, times loss.grad_scale, is added to device 0's gradients, and each
+  // replica records its chunk's loss. With a profiler (on device 0) the phases are replicate,
+  // scatter, forward (with the loss), backward and comm (the reduce).
+  void step(const Tensor& images, const Tensor& labels, const LossSettings& loss,
+            StepProfiler* profiler = nullptr);
+  // The losses of the batches stepped since the last call, in order: the mean of the replicas'
+  // chunk losses (equal chunks) and the sum of their correct counts.
+  std::vector<LossValue> take_losses();
 
  private:
   struct Replica {
@@ -48,9 +51,9 @@ class DataParallel {
   void connect_devices();
   void replicate();
   void scatter(const Tensor& images, const Tensor& labels);
-  // Runs task(d) for every replica d in a thread of its own bound to d's device, waits for
-  // each device to finish, and returns the results in replica order.
-  std::vector<BatchResult> on_every_replica(const std::function<BatchResult(size_t)>& task);
+  // Runs task(d) for every replica d in a thread of its own bound to d's device, and waits for
+  // each device to finish.
+  void on_every_replica(const std::function<void(size_t)>& task);
   void reduce();
 
   std::vector<Replica> replicas_;

@@ -14,11 +14,16 @@ struct DdpConfig {
   double bucket_cap_mb = 25.0;
   double first_bucket_mb = 1.0;  // small, as PyTorch's, so communication starts early
   bool overlap = true;           // false: every bucket after backward (to measure overlap)
+  bool bf16_wire = false;        // all-reduce a bf16 copy of each bucket (--grad-comm bf16)
 };
 
 // DistributedDataParallel over a flat gradient buffer. Buckets are ranges of that buffer in
 // backward order (the last parameters first); each is all-reduced (averaged) the moment the
 // last of its gradients is written, while backward goes on; finish_gradients() waits for all.
+// Note: the gradients travel in their own dtype (f32, also under mixed precision) unless
+// bf16_wire asks for half the bytes: each bucket is then rounded to bf16 once, summed in bf16
+// by the collective and widened back into the f32 gradients. Accumulation over micro-batches
+// stays f32 either way; only the sum over the ranks loses bits.
 class DistributedDataParallel {
  public:
   struct Bucket {
@@ -63,6 +68,7 @@ class DistributedDataParallel {
   std::string describe_param(int id) const;  // "layer3.2.conv2.weight [256,256,3,3]"
   void launch(Bucket& b, bool during_backward);
   void wait_for(Bucket& b, int index);
+  Tensor range(Tensor& flat, const Bucket& b) const { return flat.slice(b.offset, {b.size}); }
 
   ParameterSet& params_;
   Communicator& comm_;
@@ -71,6 +77,7 @@ class DistributedDataParallel {
   bool communicate_ = true;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;  // parameter id -> bucket
+  Tensor wire_;                 // bf16_wire: the buckets' bf16 copies, laid out as the gradients
   const StepProfiler* trace_ = nullptr;
   std::vector<AllReduceSpan> traced_;
 };

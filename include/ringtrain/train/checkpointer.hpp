@@ -1,5 +1,6 @@
 #pragma once
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "ringtrain/dist/communicator.hpp"
@@ -53,6 +54,9 @@ class Checkpointer {
               const Tensor& momentum, const LossScaler& scaler);
 
   const std::string& last_written() const { return last_written_; }
+  // Runs before every checkpoint is written: the trainer reads and checks the losses of the
+  // steps before it there, so that a diverged model never becomes the newest checkpoint.
+  void set_before_save(std::function<void()> hook) { before_save_ = std::move(hook); }
 
  private:
   // The file --resume names after verifying it (throws naming the corrupt dataset), or for
@@ -71,6 +75,7 @@ class Checkpointer {
   CheckpointRotation rotation_;  // rank 0's
   std::chrono::steady_clock::time_point last_save_;
   std::string last_written_;
+  std::function<void()> before_save_;
 };
 
 }  // namespace ringtrain

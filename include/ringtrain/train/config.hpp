@@ -36,6 +36,9 @@ constexpr double kMaxTflops = 1e6;
 enum class Mode { ddp, dp };
 // The CUDA compute dtype: bf16, fp16 (with dynamic loss scaling) or f32 (--amp off).
 enum class Precision { bf16, fp16, f32 };
+// What DDP's gradient all-reduces carry: the f32 gradients themselves, or a bf16 copy (half the
+// bytes; the sum over the ranks rounded to bf16, accumulation still f32).
+enum class GradComm { f32, bf16 };
 // Where images are padded, cropped, flipped and normalised: in the loader's threads (host), or
 // on the device after the copy of the raw uint8 images (device).
 enum class AugmentOn { host, device };
@@ -47,6 +50,8 @@ template <>
 const NameTable<Mode>& names_of<Mode>();
 template <>
 const NameTable<Precision>& names_of<Precision>();
+template <>
+const NameTable<GradComm>& names_of<GradComm>();
 template <>
 const NameTable<AugmentOn>& names_of<AugmentOn>();
 
@@ -61,16 +66,17 @@ struct TrainConfig {
   int64_t steps = 0;     // > 0: stop after this many steps
   int batch_size = 256;  // per process
   Mode mode = Mode::ddp;
-  int devices = 0;                 // dp: replicas; 0: 2 on the CPU, every visible GPU on CUDA
-  bool dp_share_device = false;    // dp on CUDA, a test aid: every replica on device 0
-  int global_batch_size = 0;       // > 0: split evenly over the ranks instead of --batch-size
-  bool sync_bn = false;            // SyncBatchNorm: batch statistics over all ranks
-  int accum_steps = 1;             // micro-batches per optimizer step (gradient accumulation)
-  double bucket_cap_mb = 25.0;     // DDP gradient bucket size
-  bool overlap = true;             // DDP: all-reduce buckets during backward
-  double comm_timeout_s = 600;     // a collective slower than this ends the job
-  bool debug_collectives = false;  // check that all ranks issue the same collectives
-  int debug_fail_rank = -1;        // tests only: this rank throws at debug_fail_step
+  int devices = 0;                     // dp: replicas; 0: 2 on the CPU, every visible GPU on CUDA
+  bool dp_share_device = false;        // dp on CUDA, a test aid: every replica on device 0
+  int global_batch_size = 0;           // > 0: split evenly over the ranks instead of --batch-size
+  bool sync_bn = false;                // SyncBatchNorm: batch statistics over all ranks
+  int accum_steps = 1;                 // micro-batches per optimizer step (gradient accumulation)
+  double bucket_cap_mb = 25.0;         // DDP gradient bucket size
+  bool overlap = true;                 // DDP: all-reduce buckets during backward
+  GradComm grad_comm = GradComm::f32;  // DDP on CUDA: the all-reduces' dtype
+  double comm_timeout_s = 600;         // a collective slower than this ends the job
+  bool debug_collectives = false;      // check that all ranks issue the same collectives
+  int debug_fail_rank = -1;            // tests only: this rank throws at debug_fail_step
   int64_t debug_fail_step = 0;
   int debug_hang_rank = -1;  // tests only: this rank sleeps for ever at debug_hang_step
   int64_t debug_hang_step = 0;

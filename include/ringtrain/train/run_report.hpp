@@ -21,6 +21,11 @@ class RunReport {
   // and mean counts the work of this process only. Opens --metrics: a fresh run replaces it, a
   // resumed one appends a segment marker line and its epochs to it.
   void begin(int64_t start_step, const std::string& resumed_from);
+  // Whether a progress line is due after step `step` (0-based): on rank 0, every
+  // --log-interval seconds (every 0.5 s on a terminal) and after the last step. The trainer
+  // reads the losses from the device only when one is.
+  bool progress_due(int64_t step);
+  // The progress line after step `step`, once progress_due said so.
   void progress(int64_t epoch, int64_t step, double loss, double lr);
   // The evaluation after an epoch, `batch` of rank 0's `batches` done: a line every
   // --log-interval seconds, none for the last batch (the epoch's line follows).

@@ -1,14 +1,21 @@
 #pragma once
+#include <vector>
+
 #include "ringtrain/train/metrics.hpp"
 #include "ringtrain/train/session.hpp"
 
 namespace ringtrain {
 
 // One optimizer step at learning rate `lr`: the gradients zeroed, config.accum_steps
-// micro-batches from the training loader through forward_backward (DDP all-reduces during the
-// last one's backward; DataParallel runs its replicas), the fp16 loss scaler's finite check and
-// the SGD update. Returns the mean loss over the micro-batches and their correct predictions.
-BatchResult train_step(TrainSession& s, double lr, int64_t step);
+// micro-batches from the training loader through record_forward_backward (DDP all-reduces
+// during the last one's backward; DataParallel runs its replicas), the fp16 loss scaler's
+// finite check and the SGD update. The losses stay on the device: the step reads no value back
+// (but fp16's finite check).
+void train_step(TrainSession& s, double lr, int64_t step);
+
+// The losses of the steps run since the last call, read from the device in one wait: each
+// step's mean loss over its micro-batches and their correct predictions, in step order.
+std::vector<BatchResult> take_step_losses(TrainSession& s);
 
 // This rank's share of the test split through the model in inference mode.
 EvalSums evaluate(TrainSession& s);

@@ -80,4 +80,21 @@ void CpuBackend::cast(const Tensor& src, Tensor& dst) {
   });
 }
 
+void CpuBackend::accumulate(Tensor& src, Tensor& dst) {
+  RT_CHECK(src.numel() == dst.numel() && src.raw() != dst.raw(), "accumulate: ", src.describe(),
+           " into ", dst.describe());
+  dispatch_float("accumulate", src, [&](auto from) {
+    dispatch_float("accumulate", dst, [&](auto to) {
+      using From = decltype(from);
+      using To = decltype(to);
+      From* in = src.data<From>();
+      To* out = dst.data<To>();
+      elementwise<To>(pool_, src.numel(), [&](int64_t i) {
+        out[i] += static_cast<To>(in[i]);
+        in[i] = From{0};
+      });
+    });
+  });
+}
+
 }  // namespace ringtrain

@@ -1,6 +1,7 @@
 // Softmax cross-entropy with label smoothing and the accuracy count, sums in double.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kernels.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
@@ -55,6 +56,29 @@ void check_labels(const char* op, const Tensor& logits, const Tensor& labels) {
 
 double CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
                                          float smoothing, Tensor* dlogits, double grad_scale) {
+  count_value_read();
+  return batch_loss(logits, labels, smoothing, dlogits, grad_scale);
+}
+
+int64_t CpuBackend::count_correct(const Tensor& logits, const Tensor& labels) {
+  count_value_read();
+  return batch_correct(logits, labels);
+}
+
+// On the CPU the log is on the host, and a value in it is read when it is computed.
+void CpuBackend::record_loss(const Tensor& logits, const Tensor& labels, float smoothing,
+                             Tensor& dlogits, double grad_scale) {
+  const double loss = batch_loss(logits, labels, smoothing, &dlogits, grad_scale);
+  loss_log_.push_back(LossValue{loss, batch_correct(logits, labels)});
+}
+
+std::vector<LossValue> CpuBackend::take_losses() {
+  if (!loss_log_.empty()) count_value_read();
+  return std::exchange(loss_log_, {});
+}
+
+double CpuBackend::batch_loss(const Tensor& logits, const Tensor& labels, float smoothing,
+                              Tensor* dlogits, double grad_scale) {
   check_labels("softmax_cross_entropy", logits, labels);
   if (dlogits) check_same_shape("softmax_cross_entropy", logits, *dlogits);
   double loss = 0;
@@ -67,22 +91,7 @@ double CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& lab
   return loss;
 }
 
-// On the CPU both halves are one: the values are computed where they are read.
-void CpuBackend::begin_loss(const Tensor& logits, const Tensor& labels, float smoothing,
-                            Tensor& dlogits, double grad_scale) {
-  RT_CHECK(!pending_loss_, "begin_loss: the previous begin_loss has had no end_loss");
-  const double loss = softmax_cross_entropy(logits, labels, smoothing, &dlogits, grad_scale);
-  pending_loss_ = LossValue{loss, count_correct(logits, labels)};
-}
-
-LossValue CpuBackend::end_loss() {
-  RT_CHECK(pending_loss_, "end_loss: no begin_loss before it");
-  const LossValue value = *pending_loss_;
-  pending_loss_.reset();
-  return value;
-}
-
-int64_t CpuBackend::count_correct(const Tensor& logits, const Tensor& labels) {
+int64_t CpuBackend::batch_correct(const Tensor& logits, const Tensor& labels) {
   check_labels("count_correct", logits, labels);
   int64_t correct = 0;
   dispatch_float("count_correct", logits, [&](auto tag) {

@@ -12,6 +12,7 @@ using cpu::dispatch_float;
 using cpu::elementwise;
 
 bool CpuBackend::all_finite(const Tensor& t) {
+  count_value_read();
   bool finite = true;
   dispatch_float("all_finite", t, [&](auto tag) {
     using T = decltype(tag);

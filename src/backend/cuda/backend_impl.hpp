@@ -29,6 +29,7 @@ class CudaBackend final : public Backend {
   void fill(Tensor& t, double value) override;
   void copy(const Tensor& src, Tensor& dst) override;
   void cast(const Tensor& src, Tensor& dst) override;
+  void accumulate(Tensor& src, Tensor& dst) override;
   void synchronize() override;
   void bind_thread() override;
   int mark(const char* label) override;
@@ -82,9 +83,9 @@ class CudaBackend final : public Backend {
   double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
                                Tensor* dlogits, double grad_scale) override;
   int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
-  void begin_loss(const Tensor& logits, const Tensor& labels, float smoothing, Tensor& dlogits,
-                  double grad_scale) override;
-  LossValue end_loss() override;
+  void record_loss(const Tensor& logits, const Tensor& labels, float smoothing, Tensor& dlogits,
+                   double grad_scale) override;
+  std::vector<LossValue> take_losses() override;
   bool all_finite(const Tensor& t) override;
 
   void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
@@ -120,23 +121,34 @@ class CudaBackend final : public Backend {
   // A small device result copied back through pinned memory, waiting for the compute stream.
   template <class T>
   T read_scalar(const T* device_value);
-  // The loss's device results: the sum of the rows' losses (f64) and 1 + the first row with a
-  // bad label, 0 when none (i32).
-  struct LossOnDevice {
-    Tensor loss_sum, bad_row;
+  // Where one batch's loss values go on the device: the sum of the rows' losses (f64), 1 + the
+  // first row with a bad label or 0 (i32), and the count of correct rows (i32).
+  struct LossOutputs {
+    double* loss_sum;
+    int* bad_row;
+    int* correct;
+  };
+  void launch_loss(const char* op, const Tensor& logits, const Tensor& labels, float smoothing,
+                   Tensor* dlogits, double grad_scale, const LossOutputs& out);
+  void launch_count_correct(const char* op, const Tensor& logits, const Tensor& labels,
+                            int* correct);
+  static void check_bad_row(const char* op, int bad_row, int classes);
+  // The loss log (record_loss): kLossLog batches' values on the device and their pinned host
+  // copy; a full log is read into drained_ before the next batch is recorded.
+  static constexpr int kLossLog = 1024;
+  struct LossLog {
+    double loss_sum[kLossLog];
+    int bad_row[kLossLog];
+    int correct[kLossLog];
+  };
+  struct LoggedBatch {
     int n = 0, classes = 0;
   };
-  LossOnDevice launch_loss(const char* op, const Tensor& logits, const Tensor& labels,
-                           float smoothing, Tensor* dlogits, double grad_scale);
-  // The count of correct rows (i32, on the device).
-  Tensor launch_count_correct(const char* op, const Tensor& logits, const Tensor& labels);
-  static void check_bad_row(const char* op, int bad_row, int classes);
-  // Where begin_loss's values land on the host (pinned).
-  struct LossSlot {
-    double loss_sum = 0;
-    int correct = 0, bad_row = 0, n = 0, classes = 0;
-  };
-
+  void read_loss_log();
+  Tensor loss_log_;                   // the device's LossLog, as bytes
+  LossLog* loss_log_host_ = nullptr;  // pinned
+  std::vector<LoggedBatch> logged_;   // the batches in the device's log, in order
+  std::vector<LossValue> drained_;    // read from a full log, not taken yet
   CudaOptions options_;
   cudaStream_t compute_ = nullptr, copy_ = nullptr;
   cudaEvent_t compute_mark_ = nullptr, copies_done_ = nullptr;
@@ -148,11 +160,8 @@ class CudaBackend final : public Backend {
   Tensor workspace_;
   std::vector<DecayRun> sgd_runs_;  // what sgd_runs_device_ holds
   Tensor sgd_runs_device_;
-  void* host_scalar_ = nullptr;       // pinned, 8 bytes
-  LossSlot* loss_slot_ = nullptr;     // pinned
-  cudaEvent_t loss_ready_ = nullptr;  // after begin_loss's copies
-  bool loss_pending_ = false;         // a begin_loss without its end_loss yet
-  std::vector<cudaEvent_t> marks_;    // timing events, reused after reset_marks()
+  void* host_scalar_ = nullptr;     // pinned, 8 bytes
+  std::vector<cudaEvent_t> marks_;  // timing events, reused after reset_marks()
   size_t marks_used_ = 0;
   bool nvtx_open_ = false;  // an NVTX range pushed by mark() and not popped yet
 };

@@ -81,10 +81,10 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
   RT_CUDA_CHECK(cublasCreate(&cublas_));
   RT_CUDA_CHECK(cublasSetStream(cublas_, compute_));
   RT_CUDA_CHECK(cudaMallocHost(&host_scalar_, sizeof(double)));
-  RT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&loss_slot_), sizeof(LossSlot)));
-  RT_CUDA_CHECK(cudaEventCreateWithFlags(&loss_ready_, cudaEventDisableTiming));
+  RT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&loss_log_host_), sizeof(LossLog)));
   memory_ = std::make_shared<BlockCache>(raw_device_alloc,
                                          [](void* p) { warn_on_error(cudaFree(p), "cudaFree"); });
+  loss_log_ = zeros({static_cast<int64_t>(sizeof(LossLog))}, DType::u8);
   if (!options.conv_algo_cache.empty() && !options.deterministic) {
     cudaDeviceProp prop{};
     RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
@@ -100,8 +100,8 @@ CudaBackend::~CudaBackend() {
   workspace_ = Tensor();
   for (cudaEvent_t e : marks_) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
   warn_on_error(cudaFreeHost(host_scalar_), "cudaFreeHost");
-  warn_on_error(cudaFreeHost(loss_slot_), "cudaFreeHost");
-  warn_on_error(cudaEventDestroy(loss_ready_), "cudaEventDestroy");
+  loss_log_ = Tensor();
+  warn_on_error(cudaFreeHost(loss_log_host_), "cudaFreeHost");
   cublasDestroy(cublas_);
   cudnnDestroy(cudnn_);
   warn_on_error(cudaEventDestroy(copies_done_), "cudaEventDestroy");
@@ -200,6 +200,7 @@ void CudaBackend::copy(const Tensor& src, Tensor& dst) {
   void* host = transpose ? staging.raw() : dst.raw();
   RT_CUDA_CHECK(cudaMemcpyAsync(host, src.raw(), src.nbytes(), cudaMemcpyDeviceToHost, compute_));
   RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  count_value_read();
   if (transpose) convert_layout(staging, dst);
 }
 
@@ -212,6 +213,20 @@ void CudaBackend::cast(const Tensor& src, Tensor& dst) {
       const kernels::Cast<From, To> body{static_cast<const From*>(src.raw()),
                                          static_cast<To*>(dst.raw())};
       launch_grid_stride("cast", body, src.numel(), compute_);
+    });
+  });
+}
+
+void CudaBackend::accumulate(Tensor& src, Tensor& dst) {
+  RT_CHECK(src.numel() == dst.numel() && src.raw() != dst.raw(), "accumulate: ", src.describe(),
+           " into ", dst.describe());
+  dispatch_float("accumulate", src, [&](auto from) {
+    dispatch_float("accumulate", dst, [&](auto to) {
+      using From = decltype(from);
+      using To = decltype(to);
+      const kernels::AccumulateAndClear<From, To> body{static_cast<From*>(src.raw()),
+                                                       static_cast<To*>(dst.raw())};
+      launch_grid_stride("accumulate", body, src.numel(), compute_);
     });
   });
 }
@@ -282,6 +297,7 @@ T CudaBackend::read_scalar(const T* device_value) {
   RT_CUDA_CHECK(
       cudaMemcpyAsync(host_scalar_, device_value, sizeof(T), cudaMemcpyDeviceToHost, compute_));
   RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  count_value_read();
   T value;
   std::memcpy(&value, host_scalar_, sizeof(T));
   return value;

@@ -1,6 +1,9 @@
 // Softmax cross-entropy with label smoothing and the accuracy count: one index per row writes
 // the row's value, then one ordered sum over the rows (the same bits on every run). The bodies
 // are in ringtrain/backend/kernels/loss.hpp, where the unit tests run them on the host.
+#include <utility>
+#include <vector>
+
 #include "backend_impl.hpp"
 #include "launch.cuh"
 #include "ringtrain/backend/kernels/loss.hpp"
@@ -17,14 +20,13 @@ void launch_row_sum(const char* op, const V* values, int n, V* total, cudaStream
 
 }  // namespace
 
-CudaBackend::LossOnDevice CudaBackend::launch_loss(const char* op, const Tensor& logits,
-                                                   const Tensor& labels, float smoothing,
-                                                   Tensor* dlogits, double grad_scale) {
+void CudaBackend::launch_loss(const char* op, const Tensor& logits, const Tensor& labels,
+                              float smoothing, Tensor* dlogits, double grad_scale,
+                              const LossOutputs& out) {
   check_logits(op, logits, labels);
   if (dlogits) check_same_shape(op, logits, *dlogits);
   const int n = static_cast<int>(logits.dim(0)), classes = static_cast<int>(logits.dim(1));
   const int* label = static_cast<const int*>(labels.raw());
-  LossOnDevice out{scratch({1}, DType::f64), scratch({1}, DType::i32), n, classes};
   Tensor row_loss = scratch({n}, DType::f64);
   double* row_loss_p = static_cast<double*>(row_loss.raw());
   dispatch_float(op, logits, [&](auto tag) {
@@ -40,18 +42,17 @@ CudaBackend::LossOnDevice CudaBackend::launch_loss(const char* op, const Tensor&
                                                   row_loss_p};
     launch_grid_stride(op, body, n, compute_);
   });
-  launch_row_sum(op, static_cast<const double*>(row_loss_p), n,
-                 static_cast<double*>(out.loss_sum.raw()), compute_);
-  const kernels::FirstBadLabel check{label, n, classes, static_cast<int*>(out.bad_row.raw())};
+  launch_row_sum(op, static_cast<const double*>(row_loss_p), n, out.loss_sum, compute_);
+  const kernels::FirstBadLabel check{label, n, classes, out.bad_row};
   launch_grid_stride(op, check, 1, compute_);
-  return out;
+  if (out.correct) launch_count_correct(op, logits, labels, out.correct);
 }
 
-Tensor CudaBackend::launch_count_correct(const char* op, const Tensor& logits,
-                                         const Tensor& labels) {
+void CudaBackend::launch_count_correct(const char* op, const Tensor& logits, const Tensor& labels,
+                                       int* correct) {
   check_logits(op, logits, labels);
   const int n = static_cast<int>(logits.dim(0)), classes = static_cast<int>(logits.dim(1));
-  Tensor row_correct = scratch({n}, DType::i32), correct = scratch({1}, DType::i32);
+  Tensor row_correct = scratch({n}, DType::i32);
   int* row_correct_p = static_cast<int*>(row_correct.raw());
   dispatch_float(op, logits, [&](auto tag) {
     using T = decltype(tag);
@@ -60,9 +61,7 @@ Tensor CudaBackend::launch_count_correct(const char* op, const Tensor& logits,
                                       row_correct_p};
     launch_grid_stride(op, body, n, compute_);
   });
-  launch_row_sum(op, static_cast<const int*>(row_correct_p), n, static_cast<int*>(correct.raw()),
-                 compute_);
-  return correct;
+  launch_row_sum(op, static_cast<const int*>(row_correct_p), n, correct, compute_);
 }
 
 void CudaBackend::check_bad_row(const char* op, int bad_row, int classes) {
@@ -73,45 +72,55 @@ void CudaBackend::check_bad_row(const char* op, int bad_row, int classes) {
 double CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
                                           float smoothing, Tensor* dlogits, double grad_scale) {
   const char* op = "softmax_cross_entropy";
-  const LossOnDevice loss = launch_loss(op, logits, labels, smoothing, dlogits, grad_scale);
-  check_bad_row(op, read_scalar(static_cast<const int*>(loss.bad_row.raw())), loss.classes);
-  return read_scalar(static_cast<const double*>(loss.loss_sum.raw())) / loss.n;
+  Tensor loss_sum = scratch({1}, DType::f64), bad_row = scratch({1}, DType::i32);
+  launch_loss(op, logits, labels, smoothing, dlogits, grad_scale,
+              {static_cast<double*>(loss_sum.raw()), static_cast<int*>(bad_row.raw()), nullptr});
+  check_bad_row(op, read_scalar(static_cast<const int*>(bad_row.raw())),
+                static_cast<int>(logits.dim(1)));
+  return read_scalar(static_cast<const double*>(loss_sum.raw())) /
+         static_cast<double>(logits.dim(0));
 }
 
 int64_t CudaBackend::count_correct(const Tensor& logits, const Tensor& labels) {
-  const Tensor correct = launch_count_correct("count_correct", logits, labels);
+  Tensor correct = scratch({1}, DType::i32);
+  launch_count_correct("count_correct", logits, labels, static_cast<int*>(correct.raw()));
   return read_scalar(static_cast<const int*>(correct.raw()));
 }
 
-// Note: the three values come back through one pinned slot with asynchronous copies on the
-// compute stream, and an event after them: end_loss waits for that event, which has long passed
-// once the host has queued backward, never for the stream.
-void CudaBackend::begin_loss(const Tensor& logits, const Tensor& labels, float smoothing,
-                             Tensor& dlogits, double grad_scale) {
-  const char* op = "begin_loss";
-  RT_CHECK(!loss_pending_, op, ": the previous begin_loss has had no end_loss");
-  const LossOnDevice loss = launch_loss(op, logits, labels, smoothing, &dlogits, grad_scale);
-  const Tensor correct = launch_count_correct(op, logits, labels);
-  LossSlot* slot = loss_slot_;
-  RT_CUDA_CHECK(cudaMemcpyAsync(&slot->loss_sum, loss.loss_sum.raw(), sizeof(double),
-                                cudaMemcpyDeviceToHost, compute_));
-  RT_CUDA_CHECK(cudaMemcpyAsync(&slot->correct, correct.raw(), sizeof(int), cudaMemcpyDeviceToHost,
-                                compute_));
-  RT_CUDA_CHECK(cudaMemcpyAsync(&slot->bad_row, loss.bad_row.raw(), sizeof(int),
-                                cudaMemcpyDeviceToHost, compute_));
-  RT_CUDA_CHECK(cudaEventRecord(loss_ready_, compute_));
-  slot->n = loss.n;
-  slot->classes = loss.classes;
-  loss_pending_ = true;
+// Note: each batch writes its own slot of the log on the compute stream; nothing waits until
+// take_losses copies the used part of the log to pinned memory and waits for the stream once.
+void CudaBackend::record_loss(const Tensor& logits, const Tensor& labels, float smoothing,
+                              Tensor& dlogits, double grad_scale) {
+  if (logged_.size() == static_cast<size_t>(kLossLog)) read_loss_log();
+  const size_t i = logged_.size();
+  auto* log = static_cast<LossLog*>(loss_log_.raw());
+  launch_loss("record_loss", logits, labels, smoothing, &dlogits, grad_scale,
+              {&log->loss_sum[i], &log->bad_row[i], &log->correct[i]});
+  logged_.push_back({static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1))});
 }
 
-LossValue CudaBackend::end_loss() {
-  RT_CHECK(loss_pending_, "end_loss: no begin_loss before it");
-  loss_pending_ = false;
-  RT_CUDA_CHECK(cudaEventSynchronize(loss_ready_));
-  const LossSlot& slot = *loss_slot_;
-  check_bad_row("end_loss", slot.bad_row, slot.classes);
-  return LossValue{slot.loss_sum / slot.n, slot.correct};
+void CudaBackend::read_loss_log() {
+  if (logged_.empty()) return;
+  const size_t n = logged_.size();
+  const auto* log = static_cast<const LossLog*>(loss_log_.raw());
+  RT_CUDA_CHECK(cudaMemcpyAsync(loss_log_host_->loss_sum, log->loss_sum, n * sizeof(double),
+                                cudaMemcpyDeviceToHost, compute_));
+  RT_CUDA_CHECK(cudaMemcpyAsync(loss_log_host_->bad_row, log->bad_row, n * sizeof(int),
+                                cudaMemcpyDeviceToHost, compute_));
+  RT_CUDA_CHECK(cudaMemcpyAsync(loss_log_host_->correct, log->correct, n * sizeof(int),
+                                cudaMemcpyDeviceToHost, compute_));
+  RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  count_value_read();
+  const std::vector<LoggedBatch> batches = std::exchange(logged_, {});
+  for (size_t i = 0; i < n; ++i) {
+    check_bad_row("record_loss", loss_log_host_->bad_row[i], batches[i].classes);
+    drained_.push_back({loss_log_host_->loss_sum[i] / batches[i].n, loss_log_host_->correct[i]});
+  }
+}
+
+std::vector<LossValue> CudaBackend::take_losses() {
+  read_loss_log();
+  return std::exchange(drained_, {});
 }
 
 }  // namespace ringtrain::cuda

@@ -33,6 +33,7 @@ class CpuBackend final : public Backend {
   void fill(Tensor& t, double value) override;
   void copy(const Tensor& src, Tensor& dst) override;
   void cast(const Tensor& src, Tensor& dst) override;
+  void accumulate(Tensor& src, Tensor& dst) override;
   void synchronize() override {}
   void bind_thread() override {}
   int mark(const char* label) override;
@@ -87,9 +88,9 @@ class CpuBackend final : public Backend {
   double softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing,
                                Tensor* dlogits, double grad_scale) override;
   int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
-  void begin_loss(const Tensor& logits, const Tensor& labels, float smoothing, Tensor& dlogits,
-                  double grad_scale) override;
-  LossValue end_loss() override;
+  void record_loss(const Tensor& logits, const Tensor& labels, float smoothing, Tensor& dlogits,
+                   double grad_scale) override;
+  std::vector<LossValue> take_losses() override;
   bool all_finite(const Tensor& t) override;
 
   void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
@@ -99,7 +100,10 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::unique_ptr<cpu::ConvPrimitives> conv_;  // f32 convolutions, one primitive per shape
   std::vector<std::chrono::steady_clock::time_point> marks_;
-  std::optional<LossValue> pending_loss_;  // begin_loss's, until end_loss
+  std::vector<LossValue> loss_log_;  // record_loss's, until take_losses
+  double batch_loss(const Tensor& logits, const Tensor& labels, float smoothing, Tensor* dlogits,
+                    double grad_scale);
+  int64_t batch_correct(const Tensor& logits, const Tensor& labels);
 };
 
 }  // namespace ringtrain

@@ -1,7 +1,7 @@
 #pragma once
 // Kernel bodies of the element-wise ops: the ReLU's gradient, the residual additions (with a
-// fused ReLU), scaling, fill and dtype casts. Each is called once per index by the CUDA
-// grid-stride launcher and by the unit tests' host emulator.
+// fused ReLU), scaling, fill, dtype casts and the gradient hand-over of mixed precision. Each is
+// called once per index by the CUDA grid-stride launcher and by the unit tests' host emulator.
 #include <cstdint>
 
 #include "ringtrain/backend/kernels/element.hpp"
@@ -48,6 +48,18 @@ struct Cast {
   const From* in;
   To* out;
   RT_HOST_DEVICE void operator()(int64_t i) const { out[i] = from_float<To>(to_float(in[i])); }
+};
+
+// Mixed precision's gradient hand-over: acc[i] += the compute-dtype gradient g[i] in the
+// accumulator's dtype (f32), and g[i] = 0 for the next backward pass (Device::accumulate).
+template <class G, class Acc>
+struct AccumulateAndClear {
+  G* g;
+  Acc* acc;
+  RT_HOST_DEVICE void operator()(int64_t i) const {
+    acc[i] = from_float<Acc>(to_float(acc[i]) + to_float(g[i]));
+    g[i] = from_float<G>(0.f);
+  }
 };
 
 }  // namespace ringtrain::kernels
