@@ -108,6 +108,41 @@ TEST(CudaTraining, SmallResNetStepInF32MatchesTheCpu) {
   }
 }
 
+// --accum-steps under bf16: four micro-batches' gradients accumulate in the f32 gradients, so
+// they equal the sum of the four computed one at a time (added on the host in double) within
+// f32 rounding; summed in bf16 they would be off by about 1e-3. Deterministic algorithms, so
+// each micro-batch's gradient is the same bits in both runs.
+TEST(CudaTraining, Bf16MicroBatchesAccumulateInF32) {
+  RT_SKIP_WITHOUT_GPU();
+  auto gpu = test::gpu_backend(DType::bf16, true);
+  ResNetConfig config;
+  config.depth = 18;
+  config.width = 0.25;
+  ResNet model(config, *gpu, DType::f32, 7);
+  ParameterSet& params = model.parameters();
+  std::vector<Tensor> images, labels;
+  for (int m = 0; m < 4; ++m) {
+    const Batch b = random_batch(8, 20 + m, 16);
+    images.push_back(upload(*gpu, b.images, DType::bf16));
+    labels.push_back(device_labels(*gpu, b.labels));
+  }
+  const LossSettings quarter{0.0f, 0.25};
+  params.zero_grad(*gpu);
+  for (int m = 0; m < 4; ++m) forward_backward(model, images[m], labels[m], quarter);
+  const Tensor accumulated = download(*gpu, params.flat_grads());
+  Tensor sum = Tensor::zeros(accumulated.shape(), DType::f32);
+  std::vector<double> exact(static_cast<size_t>(sum.numel()), 0.0);
+  for (int m = 0; m < 4; ++m) {
+    params.zero_grad(*gpu);
+    forward_backward(model, images[m], labels[m], quarter);
+    const Tensor one = download(*gpu, params.flat_grads());
+    for (int64_t i = 0; i < one.numel(); ++i) exact[static_cast<size_t>(i)] += one.data<float>()[i];
+  }
+  for (int64_t i = 0; i < sum.numel(); ++i)
+    sum.data<float>()[i] = static_cast<float>(exact[static_cast<size_t>(i)]);
+  EXPECT_LE(tensor_error(accumulated, sum).relative_l2, 1e-6);
+}
+
 // Twenty steps on one batch of a ResNet-18 (width 0.5) in bf16 with f32 master weights.
 std::vector<double> bf16_losses(Backend& gpu, int steps) {
   ResNetConfig config;
