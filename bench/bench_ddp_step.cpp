@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   MpiCommunicator comm(world.comm());
   CpuBackend backend(threads);
   ResNet model(mc, backend, DType::f32, 0);
-  Sgd sgd(model.parameters(), backend, SgdConfig{});
+  Sgd sgd(model.parameters(), backend, OptimizerConfig{});
   std::mt19937_64 rng(static_cast<uint64_t>(world.rank()));
   std::normal_distribution<float> dist;
   Tensor images = Tensor::zeros({batch, 3, 32, 32}, DType::f32);

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   const double resident_before = resident_mib();
   CpuBackend backend(threads);
   ResNet model(mc, backend, DType::f32, 0);
-  Sgd sgd(model.parameters(), backend, SgdConfig{});
+  Sgd sgd(model.parameters(), backend, OptimizerConfig{});
   std::mt19937_64 rng(1);
   std::normal_distribution<float> dist;
   Tensor images = Tensor::zeros({batch, 3, size, size}, DType::f32);

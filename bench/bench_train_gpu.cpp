@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   if (peak <= 0) peak = peak_tflops(name);
 
   ResNet model(mc, *backend, DType::f32, 0);
-  Sgd sgd(model.parameters(), *backend, SgdConfig{});
+  Sgd sgd(model.parameters(), *backend, OptimizerConfig{});
   const double gflop_per_image = 6.0 * model.macs_per_image(32, 32) * 1e-9;
 
   SynthConfig sc;

@@ -53,14 +53,16 @@ void add_optimizer_flags(CLI::App& cmd, TrainConfig& c) {
   add_setting(cmd, "--lr", c.lr, "peak learning rate")
       ->check(positive(limits::kMaxLr))
       ->capture_default_str();
-  add_setting(cmd, "--momentum", c.momentum, "SGD momentum")
+  add_choice(cmd, "--optimizer", c.optim.kind, "sgd");
+  add_setting(cmd, "--momentum", c.optim.momentum, "momentum (sgd)")
       ->check(real(0, 1))
       ->capture_default_str();
-  add_setting(cmd, "--weight-decay", c.weight_decay, "L2 weight decay (PyTorch semantics)")
+  add_setting(cmd, "--weight-decay", c.optim.weight_decay,
+              "weight decay (sgd: L2 added to the gradient, as in PyTorch)")
       ->check(real(0, 1))
       ->capture_default_str();
-  add_switch(cmd, "--nesterov", c.nesterov, "Nesterov momentum");
-  add_switch(cmd, "--decay-bn-and-bias,!--no-bn-decay", c.decay_norm_and_bias,
+  add_switch(cmd, "--nesterov", c.optim.nesterov, "Nesterov momentum (sgd)");
+  add_switch(cmd, "--decay-bn-and-bias,!--no-bn-decay", c.optim.decay_norm_and_bias,
              "no weight decay on batch-norm and bias parameters");
   add_choice(cmd, "--schedule", c.schedule, "constant, step, cosine or onecycle");
   add_setting(cmd, "--warmup-steps", c.warmup_steps, "linear warmup steps")

@@ -1,5 +1,7 @@
 #include "ringtrain/backend/op_checks.hpp"
 
+#include <tuple>
+
 namespace ringtrain {
 
 void check_dtype(const char* op, std::initializer_list<const Tensor*> operands, DType dtype) {
@@ -77,6 +79,53 @@ void check_augment(const char* op, const Tensor& raw, const Tensor& crops, const
   check_dtype(op, {&crops}, DType::i32);
   check_dtype(op, {&table}, DType::f32);
   RT_CHECK(pad >= 0, op, ": padding must be >= 0, got ", pad);
+}
+
+void check_runs(const char* op, const std::vector<DecayRun>& runs, int64_t n) {
+  int64_t next = 0;
+  for (const DecayRun& run : runs) {
+    RT_CHECK(run.offset == next && run.size > 0, op, ": the runs must cover the buffer in order; ",
+             "run [", run.offset, ", ", run.offset + run.size, ") follows ", next);
+    next += run.size;
+  }
+  RT_CHECK(!runs.empty() && next == n, op, ": the runs cover ", next, " of ", n, " elements");
+}
+
+void check_update(const char* op, const UpdateRule& rule, const std::vector<DecayRun>& runs,
+                  const Tensor& params, const Tensor& grads, const std::vector<Tensor*>& state,
+                  const Tensor& run_values) {
+  check_runs(op, runs, params.numel());
+  RT_CHECK(grads.numel() == params.numel(), op, ": gradients ", grads.describe(),
+           " do not match the parameters ", params.describe());
+  const auto [name, state_count, values_per_run] = std::visit(
+      [](const auto& h) {
+        using H = std::decay_t<decltype(h)>;
+        return std::tuple<const char*, int, int>{H::kName, H::kState, H::kRunValues};
+      },
+      rule);
+  RT_CHECK(static_cast<int>(state.size()) == state_count, op, ": ", name, " keeps ", state_count,
+           " state tensor(s), got ", state.size());
+  for (const Tensor* s : state) {
+    check_same_shape(op, params, *s);
+    RT_CHECK(s->dtype() == params.dtype(), op, ": state ", s->describe(), " is not in the ",
+             "parameters' dtype ", params.describe());
+  }
+  const int64_t values = int64_t{values_per_run} * static_cast<int64_t>(runs.size());
+  if (values == 0) {
+    RT_CHECK(!run_values.defined(), op, ": ", name, " reads no values per run, got ",
+             run_values.describe());
+    return;
+  }
+  RT_CHECK(run_values.defined() && run_values.numel() == values && run_values.dtype() == DType::f32,
+           op, ": ", name, " reads ", values_per_run, " f32 values per run (", values,
+           " for these runs), got ", run_values.defined() ? run_values.describe() : "none");
+}
+
+void check_run_sums(const char* op, const Tensor& x, const std::vector<DecayRun>& runs,
+                    const Tensor& out) {
+  check_runs(op, runs, x.numel());
+  check_shape(op, "output", out, {static_cast<int64_t>(runs.size())});
+  check_dtype(op, {&out}, DType::f32);
 }
 
 }  // namespace ringtrain

@@ -93,18 +93,24 @@ Tensor ParameterSet::buffer(int id) const {
   return lookup(buffers_, buffer_infos_, id, "buffer");
 }
 
-std::vector<DecayRun> ParameterSet::decay_runs(bool decay_norm_and_bias) const {
+std::vector<DecayRun> ParameterSet::parameter_runs(bool decay_norm_and_bias) const {
   std::vector<DecayRun> runs;
   for (size_t i = 0; i < param_infos_.size(); ++i) {
     const ParamInfo& p = param_infos_[i];
     const bool exempt = p.kind == ParamKind::norm_weight || p.kind == ParamKind::norm_bias ||
                         p.kind == ParamKind::linear_bias;
-    const bool decay = decay_norm_and_bias || !exempt;
-    const int64_t size = span(static_cast<int>(i));
-    if (!runs.empty() && runs.back().decay == decay) {
-      runs.back().size += size;
+    runs.push_back({p.offset, span(static_cast<int>(i)), decay_norm_and_bias || !exempt});
+  }
+  return runs;
+}
+
+std::vector<DecayRun> ParameterSet::decay_runs(bool decay_norm_and_bias) const {
+  std::vector<DecayRun> runs;
+  for (const DecayRun& run : parameter_runs(decay_norm_and_bias)) {
+    if (!runs.empty() && runs.back().decay == run.decay) {
+      runs.back().size += run.size;
     } else {
-      runs.push_back({p.offset, size, decay});
+      runs.push_back(run);
     }
   }
   return runs;

@@ -21,24 +21,37 @@ namespace {
 using Handle = Hdf5Handle;
 
 // Checkpoints written before checksums had no `format` attribute; format 3 added the model,
-// image size, class names and normalisation as structured attributes.
-constexpr int64_t kFormat = 3;
-const char* const kGroups[] = {"params", "momentum", "buffers"};
+// image size, class names and normalisation as structured attributes; format 4 keeps any
+// optimizer's state tensors by name under /optimizer/NAME/ and its name and update count as
+// attributes, where format 3 kept SGD's momentum under /momentum. Both are read.
+constexpr int64_t kFormat = 4;
+constexpr int64_t kOldestFormat = 3;
+
+// Where a state tensor's group is: /optimizer/NAME, or format 3's /momentum.
+std::string state_group(const std::string& name, int64_t format) {
+  return format >= 4 ? "optimizer/" + name : name;
+}
 
 // The checkpoint's groups and, for each, what its tensors are called in errors and the tensor
 // of a parameter or buffer.
 struct Section {
-  const char* group;
-  const char* noun;
+  std::string group;
+  std::string noun;
   const std::vector<ParamInfo>* infos;
   Tensor flat;
 };
 
-std::vector<Section> sections(const ParameterSet& params, const Tensor& momentum) {
+// The parameters, the buffers and, when `state` is given, the optimizer's state tensors.
+std::vector<Section> sections(const ParameterSet& params, const std::vector<OptimizerState>* state,
+                              int64_t format) {
   ParameterSet& p = const_cast<ParameterSet&>(params);
-  return {{kGroups[0], "parameter", &params.param_infos(), p.flat_params()},
-          {kGroups[1], "momentum of parameter", &params.param_infos(), momentum},
-          {kGroups[2], "buffer", &params.buffer_infos(), p.flat_buffers()}};
+  std::vector<Section> all = {{"params", "parameter", &params.param_infos(), p.flat_params()},
+                              {"buffers", "buffer", &params.buffer_infos(), p.flat_buffers()}};
+  if (state)
+    for (const OptimizerState& s : *state)
+      all.push_back(
+          {state_group(s.name, format), s.name + " of parameter", &params.param_infos(), s.flat});
+  return all;
 }
 
 void write_attr(hid_t object, const char* name, hid_t type, const void* value) {
@@ -120,12 +133,13 @@ std::string serialise(const CheckpointMeta& m) {
                  join_numbers(m.norm.std));
 }
 
-// What `meta_xxh64` covers: every field, one per line.
+// What `meta_xxh64` covers: every field, one per line (format 4 adds the optimizer's two).
 // Note: the effective configuration joined the meta after format 3 was fixed; it is an
 // optional attribute and enters the checksum only when present, so the checkpoints written
 // before it still verify, and removing it from a newer one breaks its checksum.
-std::string checksummed_text(const CheckpointMeta& m) {
-  const std::string fields = serialise(m);
+std::string checksummed_text(const CheckpointMeta& m, int64_t format) {
+  std::string fields = serialise(m);
+  if (format >= 4) fields += str_cat("\n", m.optimizer, "\n", m.optimizer_steps);
   return m.effective_config.empty() ? fields : fields + "\n" + m.effective_config;
 }
 
@@ -181,16 +195,34 @@ void write_meta(hid_t file, const CheckpointMeta& m) {
   write_text(file, "config", m.config);
   if (!m.effective_config.empty()) write_text(file, "effective_config", m.effective_config);
   write_text(file, "version", m.version);
+  write_text(file, "optimizer", m.optimizer);
+  write_number(file, "optimizer_steps", m.optimizer_steps);
   write_model(file, m);
-  const std::string all = checksummed_text(m);
+  const std::string all = checksummed_text(m, kFormat);
   write_number(file, "meta_xxh64", xxh64(all.data(), all.size()));
 }
 
-CheckpointMeta read_meta(hid_t f, const std::string& path) {
+int64_t read_format(hid_t f, const std::string& path) {
   const int64_t format = H5Aexists(f, "format") > 0 ? read_int(f, path, "format") : 1;
-  RT_CHECK(format == kFormat, "checkpoint: ", path, " has format ", format, ", this ringtrain ",
-           "reads format ", kFormat, " (checkpoints with checksums): start a new run or use the ",
-           "ringtrain that wrote it");
+  RT_CHECK(format >= kOldestFormat && format <= kFormat, "checkpoint: ", path, " has format ",
+           format, ", this ringtrain reads formats ", kOldestFormat, " to ", kFormat,
+           " (checkpoints with checksums): start a new run or use the ringtrain that wrote it");
+  return format;
+}
+
+// Format 4's optimizer attributes; a format 3 checkpoint is SGD's, with one update per step.
+void read_optimizer(hid_t f, const std::string& path, int64_t format, CheckpointMeta& m) {
+  if (format < 4) {
+    m.optimizer = "sgd";
+    m.optimizer_steps = m.step;
+    return;
+  }
+  m.optimizer = read_text(f, path, "optimizer");
+  m.optimizer_steps = read_int(f, path, "optimizer_steps");
+}
+
+CheckpointMeta read_meta(hid_t f, const std::string& path) {
+  const int64_t format = read_format(f, path);
   CheckpointMeta m;
   m.step = read_int(f, path, "step");
   m.epoch = read_int(f, path, "epoch");
@@ -211,7 +243,8 @@ CheckpointMeta read_meta(hid_t f, const std::string& path) {
   if (has_effective_config > 0) m.effective_config = read_text(f, path, "effective_config");
   m.version = read_text(f, path, "version");
   read_model(f, path, m);
-  const std::string all = checksummed_text(m);
+  read_optimizer(f, path, format, m);
+  const std::string all = checksummed_text(m, format);
   RT_CHECK_AS(
       CorruptCheckpoint,
       read_number<uint64_t>(f, path, "meta_xxh64", H5T_NATIVE_UINT64) ==
@@ -281,9 +314,10 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* names) {
 }
 
 // The datasets of one of a checkpoint's groups, by name.
-std::vector<std::string> group_names(hid_t file, const std::string& path, const char* group) {
+std::vector<std::string> group_names(hid_t file, const std::string& path,
+                                     const std::string& group) {
   std::vector<std::string> names;
-  Handle g(H5Gopen2(file, group, H5P_DEFAULT), H5Gclose);
+  Handle g(H5Gopen2(file, group.c_str(), H5P_DEFAULT), H5Gclose);
   hdf5_check(g.get(), str_cat("checkpoint: ", path, ": group /", group));
   hdf5_check(H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names),
              str_cat("checkpoint: ", path, ": listing /", group));
@@ -292,8 +326,15 @@ std::vector<std::string> group_names(hid_t file, const std::string& path, const 
 
 // The datasets of a checkpoint's groups, as /GROUP/NAME.
 std::vector<std::string> dataset_names(hid_t file, const std::string& path) {
+  std::vector<std::string> groups = {"params", "buffers"};
+  if (read_format(file, path) < 4) {
+    groups.push_back("momentum");
+  } else {
+    for (const std::string& name : group_names(file, path, "optimizer"))
+      groups.push_back("optimizer/" + name);
+  }
   std::vector<std::string> all;
-  for (const char* group : kGroups)
+  for (const std::string& group : groups)
     for (const std::string& name : group_names(file, path, group))
       all.push_back(str_cat("/", group, "/", name));
   return all;
@@ -361,10 +402,26 @@ void check_fits(hid_t file, const std::string& path, const std::vector<Section>&
   }
 }
 
+void create_group(hid_t file, const char* name) {
+  Handle group(H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  hdf5_check(group.get(), str_cat("checkpoint: H5Gcreate2 of /", name));
+  group.close(str_cat("checkpoint: H5Gclose of /", name));
+}
+
+// A checkpoint holds one optimizer's state: another's cannot continue it.
+void check_optimizer(const std::string& path, const CheckpointMeta& meta,
+                     const Optimizer& optimizer) {
+  const std::string& running = to_string(optimizer.kind());
+  RT_CHECK(meta.optimizer == running, "checkpoint ", path, " holds the state of --optimizer ",
+           meta.optimizer, ", and this run trains with --optimizer ", running, ": resume with ",
+           "--optimizer ", meta.optimizer, ", or start a new run from its weights with ",
+           "--init-from ", path);
+}
+
 }  // namespace
 
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
-                      const Tensor& momentum, const CheckpointMeta& meta,
+                      const std::vector<OptimizerState>& state, const CheckpointMeta& meta,
                       const WriteProgress& progress) {
   // Note: the file is built in memory, then written to PATH.tmp, fsynced and renamed: a crash or
   // a full disk leaves the older checkpoints and at most a .tmp (removed at the next start),
@@ -372,8 +429,10 @@ void write_checkpoint(const std::string& path, Backend& backend, const Parameter
   write_hdf5_atomically(
       path,
       [&](hid_t file) {
-        for (const Section& s : sections(params, momentum)) {
-          Handle group(H5Gcreate2(file, s.group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+        create_group(file, "optimizer");
+        for (const Section& s : sections(params, &state, kFormat)) {
+          Handle group(H5Gcreate2(file, s.group.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                       H5Gclose);
           hdf5_check(group.get(), str_cat("checkpoint: H5Gcreate2 of /", s.group));
           for (const ParamInfo& info : *s.infos) {
             Tensor host = Tensor::zeros(info.shape, DType::f32);
@@ -403,9 +462,12 @@ CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets) {
 }
 
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
-                     Tensor& momentum) {
+                     Optimizer* optimizer) {
   Handle file = open_checkpoint(path);
-  const std::vector<Section> all = sections(params, momentum);
+  const CheckpointMeta meta = read_meta(file.get(), path);
+  if (optimizer) check_optimizer(path, meta, *optimizer);
+  const std::vector<Section> all =
+      sections(params, optimizer ? &optimizer->state() : nullptr, read_format(file.get(), path));
   check_fits(file.get(), path, all);
   std::vector<float> values;
   for (const Section& s : all) {
@@ -420,6 +482,7 @@ void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& pa
     }
   }
   params.refresh_weights(backend);
+  if (optimizer) optimizer->set_steps(meta.optimizer_steps);
 }
 
 bool is_checkpoint(const std::string& path) {
@@ -433,11 +496,12 @@ bool is_checkpoint(const std::string& path) {
 std::string inspect_checkpoint(const std::string& path) {
   int64_t datasets = 0;
   const CheckpointMeta m = verify_checkpoint(path, &datasets);
+  const int64_t format = read_format(open_checkpoint(path).get(), path);
   const std::string effective =
       m.effective_config.empty()
           ? "no effective configuration (written before checkpoints kept one)"
           : str_cat("effective configuration: ringtrain inspect ", path, " --print-config");
-  return str_cat("checkpoint ", path, " (ringtrain ", m.version, ", format ", kFormat, ")\n",
+  return str_cat("checkpoint ", path, " (ringtrain ", m.version, ", format ", format, ")\n",
                  "  step ", m.step, ", epoch ", m.epoch + 1, " (", m.samples_in_epoch,
                  " samples of it consumed)\n", "  global batch ", m.global_batch(), ": ",
                  m.batch_per_rank, " per rank x ", m.world_size, " ranks x ", m.accum_steps,
@@ -446,8 +510,9 @@ std::string inspect_checkpoint(const std::string& path) {
                  " images, normalised by mean ", join_numbers(m.norm.mean), " and std ",
                  join_numbers(m.norm.std), "\n", "  classes: ", join(m.class_names, ", "), "\n",
                  "  data: ", m.data, ", fingerprint ", m.data_fingerprint, "\n", "  loss scale ",
-                 m.loss_scale, " (", m.loss_scale_clean_steps, " clean steps)\n",
-                 "  config: ", m.config, "\n  ", effective, "\n  ", datasets,
+                 m.loss_scale, " (", m.loss_scale_clean_steps, " clean steps)\n", "  optimizer ",
+                 m.optimizer, ", ", m.optimizer_steps, " updates done\n", "  config: ", m.config,
+                 "\n  ", effective, "\n  ", datasets,
                  " datasets, every one matching its xxh64 checksum\n");
 }
 

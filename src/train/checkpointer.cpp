@@ -18,7 +18,7 @@ Checkpointer::Checkpointer(const TrainConfig& config, Communicator& comm, Checkp
       rotation_(config.checkpoint_dir, config.keep_checkpoints, identity_),
       last_save_(Clock::now()) {}
 
-RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor& momentum,
+RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Optimizer& optimizer,
                                  LossScaler& scaler) {
   if (config_.resume == ResumeFrom::none) return {};
   const std::string path = checkpoint_to_resume();
@@ -34,7 +34,7 @@ RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Tensor&
   const ResumePosition at = resume_position(saved, identity_);
   RT_CHECK(at.exact || config_.resume_force, "resume: refusing ", path, ": ", at.problem);
   if (!at.exact) spdlog::warn("resume: --resume-force although {}", at.problem);
-  load_checkpoint(path, backend, params, momentum);
+  load_checkpoint(path, backend, params, &optimizer);
   scaler.restore(saved.loss_scale, saved.loss_scale_clean_steps);
   spdlog::info(
       "resumed from {}: step {}, epoch {}, {} samples into it ({} batches of {} per rank on {} "
@@ -66,20 +66,20 @@ std::string Checkpointer::checkpoint_to_resume() const {
 }
 
 bool Checkpointer::before_start(const RunPosition& start, Backend& backend,
-                                const ParameterSet& params, const Tensor& momentum,
+                                const ParameterSet& params, const Optimizer& optimizer,
                                 const LossScaler& scaler) {
   double vote = stop_signal_received() != 0 ? 1.0 : 0.0;
   comm_.all_reduce_host(&vote, 1, ReduceOp::sum);
   if (vote == 0) return false;
   // Note: a resumed run stopped here is already at its checkpoint; a fresh one saves step 0.
   if (last_written_ != checkpoint_path(config_.checkpoint_dir, start.step))
-    save(start, backend, params, momentum, scaler);
+    save(start, backend, params, optimizer, scaler);
   report_stop(str_cat("during start-up, before step ", start.step));
   return true;
 }
 
 bool Checkpointer::after_step(const RunPosition& next, Backend& backend, const ParameterSet& params,
-                              const Tensor& momentum, const LossScaler& scaler) {
+                              const Optimizer& optimizer, const LossScaler& scaler) {
   const bool on_clock = config_.checkpoint_minutes > 0 &&
                         std::chrono::duration<double>(Clock::now() - last_save_).count() >=
                             60 * config_.checkpoint_minutes;
@@ -90,7 +90,7 @@ bool Checkpointer::after_step(const RunPosition& next, Backend& backend, const P
   const bool stop = votes[0] > 0;
   const bool due =
       (config_.checkpoint_every > 0 && next.step % config_.checkpoint_every == 0) || votes[1] > 0;
-  if (stop || due) save(next, backend, params, momentum, scaler);
+  if (stop || due) save(next, backend, params, optimizer, scaler);
   if (stop) report_stop(str_cat("after step ", next.step));
   return stop;
 }
@@ -106,14 +106,14 @@ void Checkpointer::report_stop(const std::string& when) {
 }
 
 void Checkpointer::at_end(const RunPosition& end, Backend& backend, const ParameterSet& params,
-                          const Tensor& momentum, const LossScaler& scaler) {
+                          const Optimizer& optimizer, const LossScaler& scaler) {
   if (config_.final_checkpoint &&
       last_written_ != checkpoint_path(config_.checkpoint_dir, end.step))
-    save(end, backend, params, momentum, scaler);
+    save(end, backend, params, optimizer, scaler);
 }
 
 void Checkpointer::save(const RunPosition& at, Backend& backend, const ParameterSet& params,
-                        const Tensor& momentum, const LossScaler& scaler) {
+                        const Optimizer& optimizer, const LossScaler& scaler) {
   if (before_save_) before_save_();
   CheckpointMeta meta = identity_;
   meta.step = at.step;
@@ -121,8 +121,10 @@ void Checkpointer::save(const RunPosition& at, Backend& backend, const Parameter
   meta.samples_in_epoch = at.batch_in_epoch * identity_.batch_per_rank * identity_.world_size;
   meta.loss_scale = scaler.scale();
   meta.loss_scale_clean_steps = scaler.clean_steps();
+  meta.optimizer = to_string(optimizer.kind());
+  meta.optimizer_steps = optimizer.steps();
   const std::string path = checkpoint_path(config_.checkpoint_dir, at.step);
-  if (comm_.rank() == 0) write_and_verify(path, backend, params, momentum, meta);
+  if (comm_.rank() == 0) write_and_verify(path, backend, params, optimizer, meta);
   comm_.barrier();  // no rank goes on (or exits) before the file is in place
   last_written_ = path;
   last_save_ = Clock::now();
@@ -131,7 +133,7 @@ void Checkpointer::save(const RunPosition& at, Backend& backend, const Parameter
 // Rank 0's part of save(): the file written (with a progress line every --log-interval seconds
 // while it is), read back whole, and only then the older checkpoints pruned.
 void Checkpointer::write_and_verify(const std::string& path, Backend& backend,
-                                    const ParameterSet& params, const Tensor& momentum,
+                                    const ParameterSet& params, const Optimizer& optimizer,
                                     const CheckpointMeta& meta) {
   const auto start = Clock::now();
   auto last_line = start;
@@ -143,7 +145,7 @@ void Checkpointer::write_and_verify(const std::string& path, Backend& backend,
     spdlog::info("checkpoint {}: {:.0f} of {:.0f} MiB written ({:.1f} s)", path, done / 1048576.0,
                  total / 1048576.0, seconds_since(start));
   };
-  write_checkpoint(path, backend, params, momentum, meta, progress);
+  write_checkpoint(path, backend, params, optimizer.state(), meta, progress);
   const double written_s = seconds_since(start);
   try {
     verify_checkpoint(path);

@@ -27,8 +27,8 @@ void check_numbers(const TrainConfig& c) {
   check_range("--steps", c.steps, int64_t{0}, kMaxSteps);
   check_range("--warmup-steps", c.warmup_steps, int64_t{0}, kMaxSteps);
   check_positive("--lr", c.lr, kMaxLr);
-  check_range("--momentum", c.momentum, 0.0f, 1.0f);
-  check_range("--weight-decay", c.weight_decay, 0.0f, 1.0f);
+  check_range("--momentum", c.optim.momentum, 0.0f, 1.0f);
+  check_range("--weight-decay", c.optim.weight_decay, 0.0f, 1.0f);
   check_range("--label-smoothing", c.label_smoothing, 0.0f, 0.999f);
   check_range("--workers", c.workers, kWorkersFromCores, kMaxWorkers);
   check_range("--prefetch-factor", c.prefetch_factor, 1, kMaxPrefetch);
@@ -120,7 +120,7 @@ std::string describe(const TrainConfig& c) {
   return str_cat("resnet", c.model.depth, " stem ", to_string(c.model.stem), " width ",
                  c.model.width, ", batch ", c.batch_size, ", ",
                  c.steps > 0 ? str_cat(c.steps, " steps") : str_cat(c.epochs, " epochs"), ", lr ",
-                 c.lr, " ", to_string(c.schedule));
+                 c.lr, " ", to_string(c.schedule), ", ", to_string(c.optim.kind));
 }
 
 }  // namespace ringtrain

@@ -8,8 +8,7 @@ LoadedModel load_model(const std::string& path, Backend& backend, DType dtype) {
   // The seed only decides the initial weights, which the checkpoint's replace.
   loaded.model = std::make_unique<ResNet>(loaded.meta.model_config, backend, dtype, 0);
   ParameterSet& params = loaded.model->parameters();
-  Tensor momentum = backend.zeros(params.flat_params().shape(), DType::f32);
-  load_checkpoint(path, backend, params, momentum);
+  load_checkpoint(path, backend, params, nullptr);
   return loaded;
 }
 

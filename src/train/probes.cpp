@@ -9,7 +9,7 @@
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
-#include "ringtrain/optim/sgd.hpp"
+#include "ringtrain/optim/make_optimizer.hpp"
 #include "ringtrain/train/setup.hpp"
 
 namespace ringtrain {
@@ -42,7 +42,7 @@ ComputeProbe compute_probe(const TrainConfig& c, const Dataset& data, const Worl
   ComputeProbe p;
   p.model = std::make_unique<ResNet>(mc, backend, DType::f32, c.seed);
   ParameterSet& params = p.model->parameters();
-  Sgd sgd(params, backend, SgdConfig{});
+  const std::unique_ptr<Optimizer> optimizer = make_optimizer(c.optim, params, backend);
   TrainConfig one_batch = c;
   one_batch.workers = 0;
   TrainSource source = make_train_source(one_batch, data.train, world, backend);
@@ -55,7 +55,7 @@ ComputeProbe compute_probe(const TrainConfig& c, const Dataset& data, const Worl
     params.zero_grad(backend);
     forward_backward(*p.model, batch->images, batch->labels, LossSettings{}, &prof);
     prof.start(Phase::optimizer);
-    sgd.step(0.01f);
+    optimizer->step(0.01f);
     prof.end_step();
   };
   step();  // first-step costs: allocations, algorithm searches

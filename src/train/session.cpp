@@ -14,6 +14,7 @@
 #include "ringtrain/data/provenance.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/dist/nccl_communicator.hpp"
+#include "ringtrain/optim/make_optimizer.hpp"
 #include "ringtrain/train/model_export.hpp"
 #include "ringtrain/train/probes.hpp"
 #include "ringtrain/train/resume_position.hpp"
@@ -110,9 +111,7 @@ void TrainSession::build_model() {
   // Note: every rank reads the same file (as --resume does) and resume() then broadcasts rank
   // 0's state; DataParallel copies replica 0's weights to the others before every step.
   if (!config.init_from.empty()) init_from(config.init_from, backend(), model().parameters());
-  sgd.emplace(
-      model().parameters(), backend(),
-      SgdConfig{config.momentum, config.weight_decay, config.nesterov, config.decay_norm_and_bias});
+  optimizer = make_optimizer(config.optim, model().parameters(), backend());
   scaler.emplace(backend().compute_dtype() == DType::f16);
 }
 
@@ -220,23 +219,21 @@ std::vector<std::string> TrainSession::device_names() {
 
 RunPosition TrainSession::resume() {
   ParameterSet& params = model().parameters();
-  const RunPosition start = checkpoints->resume(backend(), params, sgd->momentum_buffer(), *scaler);
+  const RunPosition start = checkpoints->resume(backend(), params, *optimizer, *scaler);
   if (ddp) ddp->broadcast_state();  // rank 0's start (each rank loaded the same checkpoint)
   return start;
 }
 
 bool TrainSession::stop_before_start(const RunPosition& start) {
-  return checkpoints->before_start(start, backend(), model().parameters(), sgd->momentum_buffer(),
-                                   *scaler);
+  return checkpoints->before_start(start, backend(), model().parameters(), *optimizer, *scaler);
 }
 
 void TrainSession::checkpoint_at_end(const RunPosition& end) {
-  checkpoints->at_end(end, backend(), model().parameters(), sgd->momentum_buffer(), *scaler);
+  checkpoints->at_end(end, backend(), model().parameters(), *optimizer, *scaler);
 }
 
 bool TrainSession::checkpoint_after_step(const RunPosition& at) {
-  return checkpoints->after_step(at, backend(), model().parameters(), sgd->momentum_buffer(),
-                                 *scaler);
+  return checkpoints->after_step(at, backend(), model().parameters(), *optimizer, *scaler);
 }
 
 }  // namespace ringtrain

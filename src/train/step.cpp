@@ -39,7 +39,7 @@ void train_step(TrainSession& s, double lr, int64_t step) {
   s.profiler->start(Phase::optimizer);
   const bool finite = !s.scaler->enabled() || s.backend().all_finite(params.flat_grads());
   if (s.scaler->update(finite)) {
-    s.sgd->step(static_cast<float>(lr), static_cast<float>(1.0 / loss_scale));
+    s.optimizer->step(static_cast<float>(lr), static_cast<float>(1.0 / loss_scale));
   } else {
     spdlog::warn("step {}: gradients overflowed at loss scale {}; step skipped, scale now {}", step,
                  loss_scale, s.scaler->scale());

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checkpoints and resume, as a preempted batch job sees them: a run stopped by SIGUSR1 (sent by
 # another process, at whatever step it has reached) exits 75 after a checkpoint, and resuming
-# it gives parameters, momentum and running statistics bit for bit equal to a run that was
+# it gives parameters, optimizer state and running statistics bit for bit equal to a run that was
 # never stopped, with 1 and 2 ranks and across an epoch boundary. A truncated checkpoint is
 # skipped by --resume auto with a warning naming it; a checkpoint of another model, or whose
 # position in the epoch is not a whole number of this run's global batch, is refused with the
@@ -26,9 +26,9 @@ launch() {
   fi
 }
 
-# same_state A B: parameters, momentum (and with one rank the running statistics) identical.
+# same_state A B: parameters, optimizer state (and with one rank the running statistics) identical.
 same_state() {
-  local groups=(/params /momentum)
+  local groups=(/params /optimizer)
   [ "$3" -eq 1 ] && groups+=(/buffers)
   for g in "${groups[@]}"; do h5diff -q "$1" "$2" "$g" "$g" || return 1; done
 }

@@ -291,8 +291,8 @@ TEST_P(CudaOps, SgdStepOverRunsWithComputeDtypeGradients) {
   const SgdHyper h{0.1f, 0.9f, 5e-4f, true, 0.5f};
   Tensor w_dev = upload(*gpu_, w, DType::f32), m_dev = upload(*gpu_, m, DType::f32);
   Tensor g_dev = upload(*gpu_, g, dtype());
-  cpu_.sgd_step(h, runs, w, g, m);
-  gpu_->sgd_step(h, runs, w_dev, g_dev, m_dev);
+  cpu_.optimizer_step(h, runs, w, g, {&m}, Tensor());
+  gpu_->optimizer_step(h, runs, w_dev, g_dev, {&m_dev}, Tensor());
   EXPECT_LE(max_rel_diff(download(*gpu_, w_dev), w), 1e-6);
   EXPECT_LE(max_rel_diff(download(*gpu_, m_dev), m), 1e-6);
 }

@@ -86,8 +86,8 @@ TEST(CudaTraining, SmallResNetStepInF32MatchesTheCpu) {
   CpuBackend cpu;
   auto gpu = test::gpu_backend(DType::f32);
   ResNet cpu_model(config, cpu, DType::f32, 7), gpu_model(config, *gpu, DType::f32, 7);
-  Sgd cpu_sgd(cpu_model.parameters(), cpu, SgdConfig{}),
-      gpu_sgd(gpu_model.parameters(), *gpu, SgdConfig{});
+  Sgd cpu_sgd(cpu_model.parameters(), cpu, OptimizerConfig{}),
+      gpu_sgd(gpu_model.parameters(), *gpu, OptimizerConfig{});
   const Batch b = random_batch(8, 3, 16);
   const double cpu_loss = train_step(cpu_model, cpu, cpu_sgd, b.images, b.labels);
   const double gpu_loss = train_step(gpu_model, *gpu, gpu_sgd, upload(*gpu, b.images, DType::f32),
@@ -149,7 +149,7 @@ std::vector<double> bf16_losses(Backend& gpu, int steps) {
   config.depth = 18;
   config.width = 0.5;
   ResNet model(config, gpu, DType::f32, 11);
-  Sgd sgd(model.parameters(), gpu, SgdConfig{});
+  Sgd sgd(model.parameters(), gpu, OptimizerConfig{});
   const Batch b = random_batch(32, 5);
   const Tensor images = upload(gpu, b.images, gpu.compute_dtype());
   const Tensor labels = device_labels(gpu, b.labels);

@@ -30,7 +30,7 @@ TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {
   ResNetConfig mc;
   mc.depth = 18;
   mc.width = 0.125;
-  SgdConfig sc;
+  OptimizerConfig sc;
 
   CpuBackend backend(1);
   ResNet ddp_model(mc, backend, DType::f32, 11);

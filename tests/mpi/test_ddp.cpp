@@ -62,7 +62,7 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
   World& world = World::get();
   MpiCommunicator comm(world.comm());
   CpuBackend backend(1);
-  SgdConfig sc;
+  OptimizerConfig sc;
   sc.weight_decay = 1e-3f;
 
   // Rank 0 starts from other weights: broadcast_state must replace everyone's with rank 0's.
@@ -108,7 +108,7 @@ TEST(Ddp, GradientAccumulationEqualsOneProcessOnAllMicroBatches) {
   World& world = World::get();
   MpiCommunicator comm(world.comm());
   CpuBackend backend(1);
-  SgdConfig sc;
+  OptimizerConfig sc;
   TinyNet net(backend, 5);
   DdpConfig dc;
   dc.bucket_cap_mb = dc.first_bucket_mb = 0.0005;

@@ -38,10 +38,10 @@ TEST(NcclDdp, SyncBatchNormDdpOnGpusEqualsOneCpuProcess) {
   model.set_sync_batch_norm(comm.get());
   DistributedDataParallel ddp(model.parameters(), *comm, *gpu, DdpConfig{});
   ddp.broadcast_state();
-  Sgd sgd(model.parameters(), *gpu, SgdConfig{});
+  Sgd sgd(model.parameters(), *gpu, OptimizerConfig{});
 
   ResNet ref(mc, cpu, DType::f32, 3);
-  Sgd ref_sgd(ref.parameters(), cpu, SgdConfig{});
+  Sgd ref_sgd(ref.parameters(), cpu, OptimizerConfig{});
   const int all = kPerRank * comm->size();
 
   for (int step = 0; step < 3; ++step) {

@@ -46,7 +46,7 @@ TEST(SyncBatchNorm, DdpEqualsOneProcessOnTheConcatenatedBatch) {
   ResNetConfig mc;
   mc.depth = 18;
   mc.width = 0.125;
-  SgdConfig sc;
+  OptimizerConfig sc;
 
   ResNet model(mc, backend, DType::f32, 3);
   model.set_sync_batch_norm(&comm);

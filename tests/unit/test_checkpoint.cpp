@@ -17,6 +17,7 @@
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/train/checkpoint.hpp"
 #include "ringtrain/train/resume_position.hpp"
 #include "test_util.hpp"
@@ -176,16 +177,17 @@ void write_model_checkpoint(const ResNetConfig& saved, const std::string& path) 
   meta.model =
       str_cat("resnet", saved.depth, " ", to_string(saved.stem), " stem, width ", saved.width, ", ",
               saved.in_channels, " input channels, ", saved.classes, " classes");
-  write_checkpoint(path, backend, p, backend.zeros(p.flat_params().shape(), DType::f32), meta);
+  write_checkpoint(path, backend, p,
+                   {{"momentum", backend.zeros(p.flat_params().shape(), DType::f32)}}, meta);
 }
 
 // The error of loading the checkpoint at `path` into a ResNet built as `now` ("" when none).
 std::string load_error(const std::string& path, const ResNetConfig& now) {
   CpuBackend backend(1);
   ResNet loaded(now, backend, DType::f32, 2);
-  Tensor momentum = backend.zeros(loaded.parameters().flat_params().shape(), DType::f32);
+  Sgd sgd(loaded.parameters(), backend, OptimizerConfig{});
   try {
-    load_checkpoint(path, backend, loaded.parameters(), momentum);
+    load_checkpoint(path, backend, loaded.parameters(), &sgd);
   } catch (const Error& e) {
     return e.what();
   }

@@ -41,7 +41,8 @@ std::string write_meta_checkpoint(const CheckpointMeta& meta, const std::string&
   ResNet model(meta.model_config, backend, DType::f32, 1);
   ParameterSet& p = model.parameters();
   const std::string path = temp_path(name);
-  write_checkpoint(path, backend, p, backend.zeros(p.flat_params().shape(), DType::f32), meta);
+  write_checkpoint(path, backend, p,
+                   {{"momentum", backend.zeros(p.flat_params().shape(), DType::f32)}}, meta);
   return path;
 }
 
@@ -130,7 +131,8 @@ TEST(LoadModel, RebuildsTheCheckpointsModelWithItsWeights) {
   ResNet trained(meta.model_config, backend, DType::f32, 7);
   ParameterSet& p = trained.parameters();
   const std::string path = temp_path("model.h5");
-  write_checkpoint(path, backend, p, backend.zeros(p.flat_params().shape(), DType::f32), meta);
+  write_checkpoint(path, backend, p,
+                   {{"momentum", backend.zeros(p.flat_params().shape(), DType::f32)}}, meta);
   const LoadedModel loaded = load_model(path, backend);
   EXPECT_EQ(loaded.meta.class_names, meta.class_names);
   ASSERT_EQ(loaded.model->parameter_count(), trained.parameter_count());

@@ -36,9 +36,9 @@ void check_equals_chunks_in_turn(int devices) {
   const ResNetConfig mc = tiny_resnet();
   CpuBackend backend(1);
   ResNet reference(mc, backend, DType::f32, 7);
-  Sgd reference_sgd(reference.parameters(), backend, SgdConfig{});
+  Sgd reference_sgd(reference.parameters(), backend, OptimizerConfig{});
   DataParallel dp(mc, cpu_backends(devices, 1), 7);
-  Sgd dp_sgd(dp.primary().parameters(), dp.primary_backend(), SgdConfig{});
+  Sgd dp_sgd(dp.primary().parameters(), dp.primary_backend(), OptimizerConfig{});
   for (int step = 0; step < 2; ++step) {
     Tensor x, y;
     random_batch(4 * devices, 100 + step, x, y);

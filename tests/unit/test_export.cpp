@@ -45,7 +45,8 @@ std::string checkpoint_of(ResNet& model, CpuBackend& cpu, const std::string& nam
   meta.step = 3;
   ParameterSet& p = model.parameters();
   const std::string path = temp_path(name);
-  write_checkpoint(path, cpu, p, cpu.zeros(p.flat_params().shape(), DType::f32), meta);
+  write_checkpoint(path, cpu, p, {{"momentum", cpu.zeros(p.flat_params().shape(), DType::f32)}},
+                   meta);
   return path;
 }
 

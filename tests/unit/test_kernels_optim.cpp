@@ -1,6 +1,6 @@
 // The optimiser's kernel bodies of the CUDA backend (the finite check and the SGD step), run on
 // the host by the grid emulator at sizes that leave the last block partly idle and under a small
-// grid that makes every thread stride, against the CPU backend's all_finite and sgd_step.
+// grid that makes every thread stride, against the CPU backend's all_finite and optimizer_step.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -9,6 +9,7 @@
 #include "host_grid.hpp"
 #include "kernel_data.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/backend/kernels/finite.hpp"
 #include "ringtrain/backend/kernels/sgd.hpp"
 
 namespace ringtrain {
@@ -96,22 +97,21 @@ SgdState cpu_steps(const SgdHyper& h, const std::vector<DecayRun>& runs, const S
   CpuBackend cpu(1);
   const Shape shape{static_cast<int64_t>(start.w.size())};
   Tensor w = f32_tensor(start.w, shape), m = f32_tensor(start.m, shape);
-  for (const std::vector<float>& g : grads) cpu.sgd_step(h, runs, w, f32_tensor(g, shape), m);
+  for (const std::vector<float>& g : grads)
+    cpu.optimizer_step(h, runs, w, f32_tensor(g, shape), {&m}, Tensor());
   return {values_of(w), values_of(m)};
 }
 
-// The same steps by the SgdStep<G> body, gradients in G.
+// The same steps by the SgdStep body, gradients in G, each element finding its run.
 template <class G>
 SgdState emulated_steps(const SgdHyper& h, const std::vector<DecayRun>& runs, SgdState state,
                         const std::vector<std::vector<float>>& grads, Grid grid) {
   for (const std::vector<float>& g : grads) {
     const std::vector<G> elements = test::to_elements<G>(g);
-    const kernels::SgdStep<G> body{h,
-                                   runs.data(),
-                                   static_cast<int>(runs.size()),
-                                   state.w.data(),
-                                   elements.data(),
-                                   state.m.data()};
+    const kernels::UpdateTensors<float, G> t{runs.data(),      static_cast<int>(runs.size()),
+                                             state.w.data(),   elements.data(),
+                                             {state.m.data()}, nullptr};
+    const kernels::RunIndexed<kernels::SgdStep<float, G>> body{{h, t}};
     emulate_grid_stride(body, static_cast<int64_t>(g.size()), grid);
   }
   return state;
@@ -145,6 +145,62 @@ TEST_P(OptimKernel, SgdStepMatchesTheCpuForEveryHyperParameterCase) {
           EXPECT_EQ(bf16.w, want.w) << what;
           EXPECT_EQ(bf16.m, want.m) << what;
         }
+}
+
+// Per-run sums of squares: the CPU's (the bodies run piece by piece on the thread pool) against
+// the sums in double, and the bodies under the grid emulator against the CPU to the bit (the
+// order of the additions is the pieces', never the grid's). The runs are long enough here to be
+// cut into several pieces.
+TEST_P(OptimKernel, SumSquaresPerRunMatchesDoubleAndIsTheSameBitsOnAnyGrid) {
+  std::vector<DecayRun> runs = alternating_runs(n() * 3);
+  runs.back().size += kernels::kPieceSize * 2 + 17;  // one run of several pieces
+  const int64_t total = runs.back().offset + runs.back().size;
+  const std::vector<float> x = test::bf16_exact_values(total, 6);
+  CpuBackend cpu(2);
+  Tensor out = Tensor::zeros({static_cast<int64_t>(runs.size())}, DType::f32);
+  cpu.sum_squares_per_run(f32_tensor(x, {total}), runs, out);
+  const std::vector<float> got = values_of(out);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    double want = 0;
+    for (int64_t i = runs[r].offset; i < runs[r].offset + runs[r].size; ++i)
+      want += double{x[static_cast<size_t>(i)]} * x[static_cast<size_t>(i)];
+    EXPECT_NEAR(got[r], want, 1e-5 * want + 1e-30) << "run " << r;
+  }
+  std::vector<int> first_piece;
+  const std::vector<kernels::RunPiece> pieces = kernels::run_pieces(runs, first_piece);
+  ASSERT_GT(first_piece.back() - first_piece[runs.size() - 1], 2);
+  std::vector<float> partial(pieces.size()), emulated(runs.size());
+  emulate_grid_stride(kernels::PieceSumSquares<float>{x.data(), pieces.data(), partial.data()},
+                      static_cast<int64_t>(pieces.size()), grid());
+  emulate_grid_stride(kernels::RunTotals{partial.data(), first_piece.data(), emulated.data()},
+                      static_cast<int64_t>(runs.size()), grid());
+  EXPECT_EQ(emulated, got);
+}
+
+// An update's operands are checked before any is touched: the rule's count of state tensors,
+// runs that cover the buffer, and no per-run values for a rule that reads none.
+TEST(OptimizerStep, RefusesOperandsThatDoNotFitTheRule) {
+  CpuBackend cpu(1);
+  Tensor w = Tensor::zeros({8}, DType::f32), g = Tensor::zeros({8}, DType::f32);
+  Tensor m = Tensor::zeros({8}, DType::f32), values = Tensor::zeros({2}, DType::f32);
+  const std::vector<DecayRun> runs = {{0, 5, true}, {5, 3, false}};
+  const auto error = [&](const std::vector<DecayRun>& r, const std::vector<Tensor*>& state,
+                         const Tensor& v) -> std::string {
+    try {
+      cpu.optimizer_step(SgdHyper{}, r, w, g, state, v);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error(runs, {&m}, Tensor()), "");
+  EXPECT_NE(error(runs, {}, Tensor()).find("sgd keeps 1 state tensor(s), got 0"),
+            std::string::npos);
+  EXPECT_NE(error({{0, 5, true}}, {&m}, Tensor()).find("the runs cover 5 of 8 elements"),
+            std::string::npos);
+  EXPECT_NE(error({{0, 5, true}, {4, 4, true}}, {&m}, Tensor()).find("follows 5"),
+            std::string::npos);
+  EXPECT_NE(error(runs, {&m}, values).find("sgd reads no values per run"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(SizesAndGrids, OptimKernel,

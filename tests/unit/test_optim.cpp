@@ -23,7 +23,7 @@ std::vector<float> two_sgd_steps(bool nesterov, float loss_scale = 1.0f) {
   };
   const float init[] = {1.0f, -2.0f, 0.5f, 0.3f};
   for (int i = 0; i < 4; ++i) element(&ParameterSet::param, i) = init[i];
-  SgdConfig c;
+  OptimizerConfig c;
   c.momentum = 0.9f;
   c.weight_decay = 0.01f;
   c.nesterov = nesterov;

@@ -157,7 +157,7 @@ TEST(ParameterLayout, PaddingStaysZeroThroughSgdWithWeightDecay) {
     Tensor p = ps.param(static_cast<int>(i));
     cpu.fill(p, 0.5);
   }
-  SgdConfig config;
+  OptimizerConfig config;
   config.weight_decay = 0.1f;
   Sgd sgd(ps, cpu, config);
   for (int step = 0; step < 3; ++step) {

@@ -58,8 +58,8 @@ void make_trained(Trained& t, int channels, const std::string& name) {
   t.model = std::make_unique<ResNet>(t.meta.model_config, t.backend, DType::f32, 11);
   ParameterSet& p = t.model->parameters();
   t.path = test::temp_path(name);
-  write_checkpoint(t.path, t.backend, p, t.backend.zeros(p.flat_params().shape(), DType::f32),
-                   t.meta);
+  write_checkpoint(t.path, t.backend, p,
+                   {{"momentum", t.backend.zeros(p.flat_params().shape(), DType::f32)}}, t.meta);
 }
 
 test::PngSpec rgb_png(int side) {

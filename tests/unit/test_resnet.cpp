@@ -97,7 +97,7 @@ TEST(ResNet, SmallModelOverfitsAFixedBatch) {
   c.depth = 18;
   c.width = 0.25;
   ResNet model(c, backend, DType::f32, 7);
-  SgdConfig sc;
+  OptimizerConfig sc;
   sc.weight_decay = 0;
   Sgd sgd(model.parameters(), backend, sc);
   std::mt19937_64 rng(11);

@@ -4,6 +4,7 @@
 #include <initializer_list>
 
 #include "ringtrain/backend/geometry.hpp"
+#include "ringtrain/backend/kernels/update_rules.hpp"
 #include "ringtrain/core/tensor.hpp"
 
 namespace ringtrain {
@@ -45,5 +46,19 @@ void check_logits(const char* op, const Tensor& logits, const Tensor& labels);
 // padding only, so the crop values need no check.)
 void check_augment(const char* op, const Tensor& raw, const Tensor& crops, const Tensor& table,
                    int pad, const Tensor& out);
+
+// Runs that cover [0, n) in order, each of size > 0: what the update and the per-run sums need.
+void check_runs(const char* op, const std::vector<DecayRun>& runs, int64_t n);
+
+// An optimizer update's operands: runs covering params; grads of params' length; the rule's
+// count of state tensors, each of params' shape and dtype; the rule's values per run in f32
+// (an empty tensor when it reads none).
+void check_update(const char* op, const UpdateRule& rule, const std::vector<DecayRun>& runs,
+                  const Tensor& params, const Tensor& grads, const std::vector<Tensor*>& state,
+                  const Tensor& run_values);
+
+// sum_squares_per_run's: runs covering x and one f32 output per run.
+void check_run_sums(const char* op, const Tensor& x, const std::vector<DecayRun>& runs,
+                    const Tensor& out);
 
 }  // namespace ringtrain

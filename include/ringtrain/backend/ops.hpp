@@ -3,30 +3,15 @@
 #include <vector>
 
 #include "ringtrain/backend/geometry.hpp"
+#include "ringtrain/backend/kernels/update_rules.hpp"
 #include "ringtrain/core/tensor.hpp"
 
 namespace ringtrain {
-
-// Hyper-parameters of one SGD step (PyTorch semantics, dampening 0).
-struct SgdHyper {
-  float lr = 0.1f;
-  float momentum = 0.9f;
-  float weight_decay = 0.0f;
-  bool nesterov = false;
-  float grad_scale = 1.0f;  // gradients are multiplied by this first (1 / the fp16 loss scale)
-};
 
 // A batch's mean loss and its count of correct rows, as take_losses gives them.
 struct LossValue {
   double loss = 0;
   int64_t correct = 0;
-};
-
-// A contiguous range of the flat parameter buffer and whether weight decay applies to it.
-struct DecayRun {
-  int64_t offset = 0;
-  int64_t size = 0;
-  bool decay = true;
 };
 
 // Every op the model needs, on one device. Ops never allocate their outputs: the caller passes
@@ -125,10 +110,17 @@ class Ops {
   // Whether every element is finite (fp16 loss scaling skips a step when not).
   virtual bool all_finite(const Tensor& t) = 0;
 
-  // One SGD step over the flat buffers: params, grads and momentum have the same shape; grads
-  // may be in the compute dtype while params and momentum are f32.
-  virtual void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
-                        const Tensor& grads, Tensor& momentum) = 0;
+  // One optimizer update over the flat buffers, by the rule's body (kernels/update_rules.hpp):
+  // params, grads and each state tensor have the same length; grads may be in the compute dtype
+  // while params and state are f32. `runs` cover params in order from 0; `run_values` holds
+  // what the rule reads per run (LARS: sums of squares from sum_squares_per_run), or is empty.
+  virtual void optimizer_step(const UpdateRule& rule, const std::vector<DecayRun>& runs,
+                              Tensor& params, const Tensor& grads,
+                              const std::vector<Tensor*>& state, const Tensor& run_values) = 0;
+  // out[r] (f32, one per run) = the sum of squares of x over run r, summed piece by piece in a
+  // fixed order (kernels/update.hpp), so that it is the same bits on every run.
+  virtual void sum_squares_per_run(const Tensor& x, const std::vector<DecayRun>& runs,
+                                   Tensor& out) = 0;
 };
 
 }  // namespace ringtrain

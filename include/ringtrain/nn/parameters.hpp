@@ -68,9 +68,12 @@ class ParameterSet {
   void gradient_written(int id);
   void set_gradient_listener(std::function<void(int)> listener) { listener_ = std::move(listener); }
 
-  // Ranges of the flat buffer with their weight-decay flag; norm and bias parameters are
-  // excluded when decay_norm_and_bias is false. Adjacent ranges with the same flag are merged;
-  // the ranges cover the whole buffer (a parameter's padding goes with it).
+  // One range of the flat buffer per parameter, in order, with its weight-decay flag; norm and
+  // bias parameters are excluded when decay_norm_and_bias is false. The ranges cover the whole
+  // buffer (a parameter's padding goes with it).
+  std::vector<DecayRun> parameter_runs(bool decay_norm_and_bias) const;
+  // parameter_runs with adjacent ranges of the same flag merged: the fewest runs for a rule
+  // that is element-wise.
   std::vector<DecayRun> decay_runs(bool decay_norm_and_bias) const;
 
  private:

@@ -1,32 +1,24 @@
 #pragma once
 #include <vector>
 
-#include "ringtrain/backend/backend.hpp"
-#include "ringtrain/nn/parameters.hpp"
+#include "ringtrain/optim/optimizer.hpp"
 
 namespace ringtrain {
 
-struct SgdConfig {
-  float momentum = 0.9f;
-  float weight_decay = 5e-4f;
-  bool nesterov = false;
-  bool decay_norm_and_bias = true;  // PyTorch's default decays every parameter
-};
-
-// SGD with momentum over the flat parameter buffer, one backend call per step.
-class Sgd {
+// torch.optim.SGD (dampening 0): momentum, optional Nesterov, L2 weight decay added to the
+// gradient, on the norm and bias parameters too unless decay_norm_and_bias is false. State:
+// "momentum".
+class Sgd : public Optimizer {
  public:
-  Sgd(ParameterSet& params, Backend& backend, const SgdConfig& config);
-  // Gradients are multiplied by grad_scale first (1 / the fp16 loss scale).
-  void step(float lr, float grad_scale = 1.0f);
-  Tensor& momentum_buffer() { return momentum_; }
+  Sgd(ParameterSet& params, Backend& backend, const OptimizerConfig& config);
+  OptimizerKind kind() const override { return OptimizerKind::sgd; }
+  Tensor& momentum_buffer() { return state("momentum"); }
 
  private:
-  ParameterSet& params_;
-  Backend& backend_;
-  SgdConfig config_;
+  void update(float lr, float grad_scale) override;
+
+  OptimizerConfig config_;
   std::vector<DecayRun> runs_;
-  Tensor momentum_;
 };
 
 }  // namespace ringtrain

@@ -7,6 +7,7 @@
 #include "ringtrain/data/augment.hpp"
 #include "ringtrain/nn/parameters.hpp"
 #include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/optim/optimizer.hpp"
 
 namespace ringtrain {
 
@@ -30,7 +31,9 @@ struct CheckpointMeta {
   std::string sample_order;  // how an epoch's samples are ordered (whole split, or windows)
   double loss_scale = 1;
   int loss_scale_clean_steps = 0;
-  std::string model;  // identifies the architecture: a checkpoint of another is refused
+  std::string optimizer = "sgd";  // as --optimizer names it: whose state the checkpoint holds
+  int64_t optimizer_steps = 0;    // updates done (fewer than `step` when fp16 skipped some)
+  std::string model;              // identifies the architecture: a checkpoint of another is refused
   // The model and its input as values: eval, predict, export and --init-from rebuild the model
   // and prepare images from these alone.
   ResNetConfig model_config;  // depth, stem, width, classes, input channels, zero-init residual
@@ -48,14 +51,15 @@ struct CheckpointMeta {
   int64_t global_batch() const { return batch_per_rank * world_size * accum_steps; }
 };
 
-// A checkpoint in HDF5: /params/NAME, /momentum/NAME (NCHW, whatever the backend's layout),
-// /buffers/NAME, each with its XXH64 checksum as attribute `xxh64`, and the meta as attributes
+// A checkpoint in HDF5: /params/NAME, /buffers/NAME and the optimizer's state tensors
+// /optimizer/STATE/NAME (NCHW, whatever the backend's layout), each with its XXH64 checksum as
+// attribute `xxh64`, and the meta as attributes
 // of / (with `meta_xxh64` over them; the schema is in docs/ARCHITECTURE.md). Written to PATH.tmp,
 // flushed, closed, fsynced and renamed, every result checked, so a crash or a full disk never
 // leaves a torn checkpoint under a checkpoint's name.
 // `progress` as for write_file_atomically.
 void write_checkpoint(const std::string& path, Backend& backend, const ParameterSet& params,
-                      const Tensor& momentum, const CheckpointMeta& meta,
+                      const std::vector<OptimizerState>& state, const CheckpointMeta& meta,
                       const WriteProgress& progress = {});
 
 // The meta of a checkpoint: throws an Error naming the file when it cannot be opened (torn,
@@ -67,15 +71,18 @@ CheckpointMeta read_checkpoint_meta(const std::string& path);
 // of datasets checked in `datasets` when given.
 CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets = nullptr);
 
-// The parameters (also refreshing their compute copy), momentum and buffers of a checkpoint,
+// The parameters (also refreshing their compute copy), buffers and, when `optimizer` is given,
+// the optimizer's state tensors and update count of a checkpoint (format 3's /momentum as SGD's
+// "momentum"),
 // each checked against its checksum and for values no training writes (check_loaded_values: a
 // NaN, an infinity, a negative running variance; an Error naming the file and the dataset). Before
 // anything is loaded, every tensor's name, shape and dtype are checked against the model's: a
 // checkpoint of another model is an Error naming the first tensor that differs (as the model names
 // it), its shape in the checkpoint and in the model, the model the checkpoint was written by and
 // the remedy.
+// A checkpoint of another optimizer is an Error naming both and the remedy.
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
-                     Tensor& momentum);
+                     Optimizer* optimizer);
 
 // Whether `path` is a regular HDF5 file with a checkpoint's layout (a /params group).
 bool is_checkpoint(const std::string& path);

@@ -33,25 +33,26 @@ class Checkpointer {
 
   // Loads the checkpoint --resume names (the newest complete one whose checksums match for
   // "auto"; a torn or corrupt one is skipped with a warning naming it and the dataset; a named
-  // one that is corrupt is refused) into the parameters, momentum and loss scaler; returns
+  // one that is corrupt is refused) into the parameters, optimizer state and loss scaler; returns
   // where to continue (the start when there is nothing to resume). Throws when the checkpoint
   // belongs to another model, data (by content), seed, or its position in the epoch cannot be
   // continued exactly under this run's batch recipe (resume_position), unless --resume-force.
-  RunPosition resume(Backend& backend, ParameterSet& params, Tensor& momentum, LossScaler& scaler);
+  RunPosition resume(Backend& backend, ParameterSet& params, Optimizer& optimizer,
+                     LossScaler& scaler);
 
   // Before the first step (collective): a stop signal that arrived during start-up ends the
   // run here. Returns true when it must stop: the run's position is then in a checkpoint (the
   // one it resumed from, or a new one).
   bool before_start(const RunPosition& start, Backend& backend, const ParameterSet& params,
-                    const Tensor& momentum, const LossScaler& scaler);
+                    const Optimizer& optimizer, const LossScaler& scaler);
   // After a step (collective). Returns true when the run must stop: a checkpoint has then been
   // written.
   bool after_step(const RunPosition& next, Backend& backend, const ParameterSet& params,
-                  const Tensor& momentum, const LossScaler& scaler);
+                  const Optimizer& optimizer, const LossScaler& scaler);
   // At the end of the run: the final checkpoint (unless --no-final-checkpoint, or the last step's
   // is already written).
   void at_end(const RunPosition& end, Backend& backend, const ParameterSet& params,
-              const Tensor& momentum, const LossScaler& scaler);
+              const Optimizer& optimizer, const LossScaler& scaler);
 
   const std::string& last_written() const { return last_written_; }
   // Runs before every checkpoint is written: the trainer reads and checks the losses of the
@@ -63,9 +64,9 @@ class Checkpointer {
   // "auto" the newest good checkpoint ("" when none).
   std::string checkpoint_to_resume() const;
   void save(const RunPosition& at, Backend& backend, const ParameterSet& params,
-            const Tensor& momentum, const LossScaler& scaler);
+            const Optimizer& optimizer, const LossScaler& scaler);
   void write_and_verify(const std::string& path, Backend& backend, const ParameterSet& params,
-                        const Tensor& momentum, const CheckpointMeta& meta);
+                        const Optimizer& optimizer, const CheckpointMeta& meta);
   // Records the signal and logs the stop (rank 0); `when`: where the run stopped.
   void report_stop(const std::string& when);
 

@@ -4,6 +4,7 @@
 
 #include "ringtrain/nn/resnet.hpp"
 #include "ringtrain/optim/lr_schedule.hpp"
+#include "ringtrain/optim/optimizer.hpp"
 #include "ringtrain/prof/step_profiler.hpp"
 
 namespace ringtrain {
@@ -87,10 +88,7 @@ struct TrainConfig {
   int eval_batch_size = 0;            // images per evaluation batch; 0: batch_size
   bool evaluate = true;               // on the test split after every epoch
   double lr = 0.1;
-  float momentum = 0.9f;
-  float weight_decay = 5e-4f;
-  bool nesterov = false;
-  bool decay_norm_and_bias = true;
+  OptimizerConfig optim;  // --optimizer and its settings
   Schedule schedule = Schedule::cosine;
   int64_t warmup_steps = 0;
   float label_smoothing = 0.0f;

@@ -6,7 +6,7 @@
 #include "ringtrain/dist/mpi_communicator.hpp"
 #include "ringtrain/optim/loss_scaler.hpp"
 #include "ringtrain/optim/lr_schedule.hpp"
-#include "ringtrain/optim/sgd.hpp"
+#include "ringtrain/optim/optimizer.hpp"
 #include "ringtrain/parallel/data_parallel.hpp"
 #include "ringtrain/parallel/ddp.hpp"
 #include "ringtrain/prof/gpu_monitor.hpp"
@@ -60,7 +60,7 @@ class TrainSession {
   std::unique_ptr<ResNet> own_model;
   std::unique_ptr<Communicator> nccl;  // gradients and SyncBatchNorm sums on CUDA
   std::optional<DistributedDataParallel> ddp;
-  std::optional<Sgd> sgd;
+  std::unique_ptr<Optimizer> optimizer;
   std::optional<LossScaler> scaler;
   TrainSource train_source;
   RunLength length;

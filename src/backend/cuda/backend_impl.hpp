@@ -88,8 +88,11 @@ class CudaBackend final : public Backend {
   std::vector<LossValue> take_losses() override;
   bool all_finite(const Tensor& t) override;
 
-  void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
-                const Tensor& grads, Tensor& momentum) override;
+  void optimizer_step(const UpdateRule& rule, const std::vector<DecayRun>& runs, Tensor& params,
+                      const Tensor& grads, const std::vector<Tensor*>& state,
+                      const Tensor& run_values) override;
+  void sum_squares_per_run(const Tensor& x, const std::vector<DecayRun>& runs,
+                           Tensor& out) override;
 
   cudaStream_t stream() const { return compute_; }
   const BlockCache& memory() const { return *memory_; }
@@ -158,8 +161,16 @@ class CudaBackend final : public Backend {
   ConvAlgoCache algos_;
   std::unique_ptr<ConvAlgoFile> algo_file_;  // null: searches are not kept
   Tensor workspace_;
-  std::vector<DecayRun> sgd_runs_;  // what sgd_runs_device_ holds
-  Tensor sgd_runs_device_;
+  // The optimizer's runs, and their pieces for sum_squares_per_run, on the device: copied when
+  // the runs change (once per run, as the optimizer keeps them).
+  struct RunTable {
+    std::vector<DecayRun> runs;
+    Tensor runs_device, pieces_device, first_piece_device;
+    int64_t piece_count = 0;
+  };
+  const RunTable& run_table(const std::vector<DecayRun>& runs);
+  Tensor upload(const void* data, int64_t bytes);
+  RunTable run_table_;
   void* host_scalar_ = nullptr;     // pinned, 8 bytes
   std::vector<cudaEvent_t> marks_;  // timing events, reused after reset_marks()
   size_t marks_used_ = 0;

@@ -93,8 +93,11 @@ class CpuBackend final : public Backend {
   std::vector<LossValue> take_losses() override;
   bool all_finite(const Tensor& t) override;
 
-  void sgd_step(const SgdHyper& h, const std::vector<DecayRun>& runs, Tensor& params,
-                const Tensor& grads, Tensor& momentum) override;
+  void optimizer_step(const UpdateRule& rule, const std::vector<DecayRun>& runs, Tensor& params,
+                      const Tensor& grads, const std::vector<Tensor*>& state,
+                      const Tensor& run_values) override;
+  void sum_squares_per_run(const Tensor& x, const std::vector<DecayRun>& runs,
+                           Tensor& out) override;
 
  private:
   ThreadPool pool_;

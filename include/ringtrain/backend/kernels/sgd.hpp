@@ -1,68 +1,51 @@
 #pragma once
-// Kernel bodies of the optimiser's ops: the finite check of fp16 loss scaling and PyTorch's SGD
-// step (see CpuBackend::sgd_step) over the flat parameter buffer. Each is called once per index
-// by the CUDA grid-stride launcher and by the unit tests' host emulator.
-#include <cfloat>
-#include <cstdint>
+// PyTorch's SGD step (torch.optim.SGD, dampening 0) as an update body (see update.hpp):
+//   d = grad_scale * g + wd * w;  m = momentum * m + d;  d = nesterov ? d + momentum * m : m;
+//   w -= lr * d.
+// The momentum buffer starts at zero, which equals PyTorch's first-step copy of d.
+#include "ringtrain/backend/kernels/update.hpp"
 
-#include "ringtrain/backend/kernels/element.hpp"
-#include "ringtrain/backend/ops.hpp"
+namespace ringtrain {
 
-namespace ringtrain::kernels {
+namespace kernels {
+template <class W, class G>
+struct SgdStep;
+}  // namespace kernels
 
-// Whether v is neither infinite nor NaN: NaN fails both comparisons, an infinity one of them.
-// Plain comparisons, so that g++ and nvcc (host and device) compile the same test.
-RT_HOST_DEVICE inline bool is_finite(float v) {
-  return v >= -FLT_MAX && v <= FLT_MAX;
-}
+// Hyper-parameters of one SGD step.
+struct SgdHyper {
+  float lr = 0.1f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+  float grad_scale = 1.0f;  // gradients are multiplied by this first (1 / the fp16 loss scale)
 
-// Note: the flag starts at 1 and every index holding a NaN or an infinity stores 0 into it.
-// Several threads may store at once; they all store the same value, so the race is benign and
-// needs no atomic.
-template <class T>
-struct AllFinite {
-  const T* p;
-  int* all_finite;
-  RT_HOST_DEVICE void operator()(int64_t i) const {
-    if (!is_finite(to_float(p[i]))) *all_finite = 0;
-  }
+  static constexpr const char* kName = "sgd";
+  static constexpr int kState = 1;  // momentum
+  static constexpr int kRunValues = 0;
+  template <class W, class G>
+  using Body = kernels::SgdStep<W, G>;
 };
 
-// The index of the run that holds element i: the last one starting at or before i. The runs are
-// sorted by offset and the first starts at 0, so one always does.
-RT_HOST_DEVICE inline int find_run(const DecayRun* runs, int run_count, int64_t i) {
-  int lo = 0, hi = run_count - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (runs[mid].offset <= i) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
-}
+namespace kernels {
 
-// One SGD step of every run in one pass: f32 master weights w and momentum m, gradients g in the
-// compute dtype G, multiplied by grad_scale first. Each element finds its run by binary search,
-// so the step is one launch however many runs.
-template <class G>
+template <class W, class G>
 struct SgdStep {
   SgdHyper h;
-  const DecayRun* runs;
-  int run_count;
-  float* w;
-  const G* g;
-  float* m;
-  RT_HOST_DEVICE void operator()(int64_t i) const {
-    const float wd = runs[find_run(runs, run_count, i)].decay ? h.weight_decay : 0.f;
-    float d = h.grad_scale * to_float(g[i]) + wd * w[i];
-    if (h.momentum != 0.f) {
-      m[i] = h.momentum * m[i] + d;
-      d = h.nesterov ? d + h.momentum * m[i] : m[i];
+  UpdateTensors<W, G> t;
+  RT_HOST_DEVICE void operator()(int64_t i, int run) const {
+    W* w = t.w;
+    W* m = t.state[0];
+    const W wd = t.runs[run].decay ? W(h.weight_decay) : W(0);
+    const W mu = W(h.momentum);
+    W d = W(h.grad_scale) * load_grad<W>(t.g[i]) + wd * w[i];
+    if (mu != W(0)) {
+      m[i] = mu * m[i] + d;
+      d = h.nesterov ? d + mu * m[i] : m[i];
     }
-    w[i] -= h.lr * d;
+    w[i] -= W(h.lr) * d;
   }
 };
 
-}  // namespace ringtrain::kernels
+}  // namespace kernels
+}  // namespace ringtrain

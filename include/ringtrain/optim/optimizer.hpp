@@ -1,0 +1,78 @@
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ringtrain/backend/backend.hpp"
+#include "ringtrain/core/names.hpp"
+#include "ringtrain/nn/parameters.hpp"
+
+namespace ringtrain {
+
+// The optimizers, as --optimizer names them (the names and constructors: make_optimizer.cpp).
+enum class OptimizerKind { sgd };
+template <>
+const NameTable<OptimizerKind>& names_of<OptimizerKind>();
+
+// Every optimizer's settings, as the configuration gives them; each optimizer reads its own.
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::sgd;
+  float momentum = 0.9f;
+  float weight_decay = 5e-4f;
+  bool nesterov = false;
+  bool decay_norm_and_bias = true;  // PyTorch's default decays every parameter
+};
+
+// One state tensor of an optimizer, of the flat parameter buffer's shape and dtype (f32): one
+// value per parameter element. Checkpoints store it parameter by parameter under
+// /optimizer/<name>/<parameter name>.
+struct OptimizerState {
+  std::string name;  // "momentum", "exp_avg"
+  Tensor flat;
+};
+
+// An optimizer over the flat parameter buffer: its state is a list of named tensors, which the
+// checkpoint stores and restores without knowing the rule, and a count of updates. A rule is a
+// subclass whose update() is one Backend::optimizer_step with its hyper-parameters (and, for a
+// layer-wise rule, what it computes per run first).
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update at learning rate lr, gradients multiplied by grad_scale first (1 / the fp16
+  // loss scale); then the compute-dtype copy of the weights is refreshed.
+  // Note: the update adds to the f32 master weights, because lr x gradient is often below the
+  // resolution of a bf16 or fp16 weight and would be lost there. The loss scale is divided out
+  // inside the update rather than in a pass over the gradients first: one read of the gradient
+  // buffer instead of two.
+  void step(float lr, float grad_scale = 1.0f);
+
+  virtual OptimizerKind kind() const = 0;
+  std::vector<OptimizerState>& state() { return state_; }
+  const std::vector<OptimizerState>& state() const { return state_; }
+  // The state tensor called `name`; throws naming the optimizer when it has none.
+  Tensor& state(const std::string& name);
+  // Updates done: the next one is number steps() + 1 (AdamW's bias correction counts them).
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t steps);
+
+ protected:
+  // State tensors called `state_names`, zero.
+  Optimizer(ParameterSet& params, Backend& backend, const std::vector<std::string>& state_names);
+  // The update of number steps() (already counted).
+  virtual void update(float lr, float grad_scale) = 0;
+  // Backend::optimizer_step of `rule` over the parameters, their gradients and the state.
+  void apply(const UpdateRule& rule, const std::vector<DecayRun>& runs,
+             const Tensor& run_values = Tensor());
+
+  ParameterSet& params_;
+  Backend& backend_;
+
+ private:
+  std::vector<OptimizerState> state_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace ringtrain

@@ -1,0 +1,38 @@
+#include "ringtrain/optim/optimizer.hpp"
+
+namespace ringtrain {
+
+Optimizer::Optimizer(ParameterSet& params, Backend& backend,
+                     const std::vector<std::string>& state_names)
+    : params_(params), backend_(backend) {
+  const Tensor& flat = params.flat_params();
+  for (const std::string& name : state_names)
+    state_.push_back({name, backend.zeros(flat.shape(), flat.dtype())});
+}
+
+void Optimizer::step(float lr, float grad_scale) {
+  ++steps_;
+  update(lr, grad_scale);
+  params_.refresh_weights(backend_);
+}
+
+Tensor& Optimizer::state(const std::string& name) {
+  for (OptimizerState& s : state_)
+    if (s.name == name) return s.flat;
+  throw Error(str_cat("optimizer ", to_string(kind()), " keeps no state called '", name, "'"));
+}
+
+void Optimizer::set_steps(int64_t steps) {
+  RT_CHECK(steps >= 0, "optimizer ", to_string(kind()), ": step count must be >= 0, got ", steps);
+  steps_ = steps;
+}
+
+void Optimizer::apply(const UpdateRule& rule, const std::vector<DecayRun>& runs,
+                      const Tensor& run_values) {
+  std::vector<Tensor*> tensors;
+  for (OptimizerState& s : state_) tensors.push_back(&s.flat);
+  backend_.optimizer_step(rule, runs, params_.flat_params(), params_.flat_grads(), tensors,
+                          run_values);
+}
+
+}  // namespace ringtrain
