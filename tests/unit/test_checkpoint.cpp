@@ -11,14 +11,14 @@
 #include <string>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/checkpoint/checkpoint.hpp"
+#include "ringtrain/checkpoint/resume_position.hpp"
 #include "ringtrain/core/hash.hpp"
 #include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/nn/resnet.hpp"
-#include "ringtrain/train/checkpoint.hpp"
-#include "ringtrain/train/resume_position.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {
