@@ -11,10 +11,10 @@
 
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
-#include "ringtrain/dist/device_assignment.hpp"
-#include "ringtrain/dist/mpi_communicator.hpp"
-#include "ringtrain/dist/nccl_communicator.hpp"
-#include "ringtrain/dist/world.hpp"
+#include "ringtrain/distributed/device_assignment.hpp"
+#include "ringtrain/distributed/mpi_communicator.hpp"
+#include "ringtrain/distributed/nccl_communicator.hpp"
+#include "ringtrain/distributed/world.hpp"
 #include "timing.hpp"
 
 using namespace ringtrain;

@@ -20,7 +20,7 @@
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/prof/report.hpp"
-#include "ringtrain/train/config.hpp"
+#include "ringtrain/run_config/config.hpp"
 #include "timing.hpp"
 
 using namespace ringtrain;

@@ -5,8 +5,8 @@ Every `#include "ringtrain/<area>/..."` in include/ringtrain/** and src/**, and 
 `#include "..."` inside src/<area>/, is checked against LAYERS below: an area may include its own
 area and the areas of lower levels, never a higher level nor another area of its own level.
 
-A component is a header and its source (include/ringtrain/train/trainer.hpp and
-src/train/trainer.cpp are the component train/trainer; a private header foo_impl.hpp belongs to
+A component is a header and its source (include/ringtrain/run/trainer.hpp and
+src/run/trainer.cpp are the component run/trainer; a private header foo_impl.hpp belongs to
 the component foo). Components must not include each other
 in a loop (trainer.cpp includes diagnose.hpp while diagnose.cpp includes trainer.hpp): such a
 pair can be neither understood nor tested alone. A loop of headers is one case of this.
@@ -26,11 +26,14 @@ from collections import deque
 LAYERS = [
     ["core"],
     ["backend"],
-    ["prof", "dist"],
+    ["prof", "distributed"],
     ["nn"],
     ["optim", "data"],
     ["parallel"],
-    ["train"],
+    ["run_config"],
+    ["checkpoint", "report"],
+    ["exchange", "evaluation"],
+    ["run"],
     ["apps"],
 ]
 
@@ -44,7 +47,7 @@ def rel(path, root):
 
 
 def area_and_component(relpath):
-    """('train', 'train/trainer') for include/ringtrain/train/trainer.hpp or src/train/trainer.cpp;
+    """('run', 'run/trainer') for include/ringtrain/run/trainer.hpp or src/run/trainer.cpp;
     None for a file outside an area (src/CMakeLists.txt)."""
     parts = relpath.split("/")
     if parts[:2] == ["include", "ringtrain"] and len(parts) > 3:
@@ -205,15 +208,15 @@ def self_test():
     files = {
         "include/ringtrain/core/a.hpp": '#include "ringtrain/core/b.hpp"\n',
         "include/ringtrain/core/b.hpp": "",
-        "src/core/a.cpp": '#include "ringtrain/core/a.hpp"\n#include "ringtrain/train/t.hpp"\n',
+        "src/core/a.cpp": '#include "ringtrain/core/a.hpp"\n#include "ringtrain/run/t.hpp"\n',
         "include/ringtrain/optim/o.hpp": '#include "ringtrain/data/d.hpp"\n',
         "include/ringtrain/data/d.hpp": '#include "ringtrain/nn/n.hpp"\n',
         "include/ringtrain/nn/n.hpp": "",
-        "include/ringtrain/train/t.hpp": "",
-        "include/ringtrain/train/p.hpp": "",
-        "src/train/p.cpp": '#include "ringtrain/train/p.hpp"\n#include "ringtrain/train/q.hpp"\n',
-        "include/ringtrain/train/q.hpp": "",
-        "src/train/q.cpp": '#include "ringtrain/train/q.hpp"\n\n#include "ringtrain/train/p.hpp"\n',
+        "include/ringtrain/run/t.hpp": "",
+        "include/ringtrain/run/p.hpp": "",
+        "src/run/p.cpp": '#include "ringtrain/run/p.hpp"\n#include "ringtrain/run/q.hpp"\n',
+        "include/ringtrain/run/q.hpp": "",
+        "src/run/q.cpp": '#include "ringtrain/run/q.hpp"\n\n#include "ringtrain/run/p.hpp"\n',
         "src/backend/k.cpp": '#include "kernels.hpp"\n#include "k_impl.hpp"\n',
         "src/backend/k_impl.hpp": '#include "ringtrain/backend/k.hpp"\n',
         "include/ringtrain/backend/k.hpp": "",
@@ -223,11 +226,11 @@ def self_test():
     expected = [
         'src/backend/kernels.hpp:1: #include "../nn/n_impl.hpp": lower layer \'backend\' must '
         "not include higher layer 'nn'",
-        'src/core/a.cpp:2: #include "ringtrain/train/t.hpp": lower layer \'core\' must not '
-        "include higher layer 'train'",
+        'src/core/a.cpp:2: #include "ringtrain/run/t.hpp": lower layer \'core\' must not '
+        "include higher layer 'run'",
         "include/ringtrain/optim/o.hpp:1: #include \"ringtrain/data/d.hpp\": 'optim' and 'data' "
         "are one level: they must not include each other",
-        "include cycle: train/p (src/train/p.cpp:2) -> train/q (src/train/q.cpp:3) -> train/p",
+        "include cycle: run/p (src/run/p.cpp:2) -> run/q (src/run/q.cpp:3) -> run/p",
     ]
     with tempfile.TemporaryDirectory() as root:
         for path, text in files.items():
@@ -238,7 +241,7 @@ def self_test():
         os.remove(os.path.join(root, "src/core/a.cpp"))
         os.remove(os.path.join(root, "src/backend/kernels.hpp"))
         os.remove(os.path.join(root, "include/ringtrain/optim/o.hpp"))
-        os.remove(os.path.join(root, "src/train/q.cpp"))
+        os.remove(os.path.join(root, "src/run/q.cpp"))
         clean = check(root)
     ok = sorted(found) == sorted(expected) and clean == []
     for line in sorted(set(found) ^ set(expected)):

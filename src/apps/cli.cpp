@@ -10,8 +10,8 @@
 
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/exit_codes.hpp"
-#include "ringtrain/dist/world.hpp"
-#include "ringtrain/train/config.hpp"
+#include "ringtrain/distributed/world.hpp"
+#include "ringtrain/run_config/config.hpp"
 
 namespace ringtrain::cli {
 namespace {

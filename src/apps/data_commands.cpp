@@ -7,13 +7,13 @@
 #include <filesystem>
 
 #include "cli.hpp"
+#include "ringtrain/checkpoint/checkpoint.hpp"
 #include "ringtrain/core/cpus.hpp"
 #include "ringtrain/core/input_file.hpp"
 #include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/provenance.hpp"
-#include "ringtrain/train/checkpoint.hpp"
-#include "ringtrain/train/config.hpp"
+#include "ringtrain/run_config/config.hpp"
 
 namespace ringtrain::cli {
 namespace {

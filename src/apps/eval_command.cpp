@@ -12,10 +12,10 @@
 #include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/dist/mpi_communicator.hpp"
-#include "ringtrain/train/config.hpp"
-#include "ringtrain/train/evaluation.hpp"
-#include "ringtrain/train/inference.hpp"
+#include "ringtrain/distributed/mpi_communicator.hpp"
+#include "ringtrain/evaluation/evaluation.hpp"
+#include "ringtrain/evaluation/inference.hpp"
+#include "ringtrain/run_config/config.hpp"
 
 namespace ringtrain::cli {
 namespace {

@@ -1,7 +1,7 @@
 #include "export_command.hpp"
 
 #include "cli.hpp"
-#include "ringtrain/train/model_export.hpp"
+#include "ringtrain/exchange/model_export.hpp"
 
 namespace ringtrain::cli {
 

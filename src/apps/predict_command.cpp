@@ -8,8 +8,8 @@
 #include "cli.hpp"
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/core/json_text.hpp"
-#include "ringtrain/train/config.hpp"
-#include "ringtrain/train/inference.hpp"
+#include "ringtrain/evaluation/inference.hpp"
+#include "ringtrain/run_config/config.hpp"
 
 namespace ringtrain::cli {
 namespace {

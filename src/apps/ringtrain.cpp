@@ -13,7 +13,7 @@
 #include "predict_command.hpp"
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/core/version.hpp"
-#include "ringtrain/dist/world.hpp"
+#include "ringtrain/distributed/world.hpp"
 #include "train_command.hpp"
 #include "version_text.hpp"
 

@@ -8,12 +8,12 @@
 #include "cli.hpp"
 #include "config_file.hpp"
 #include "ringtrain/backend/devices.hpp"
+#include "ringtrain/checkpoint/stop_signal.hpp"
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/dist/world.hpp"
-#include "ringtrain/train/diagnose.hpp"
-#include "ringtrain/train/stop_signal.hpp"
-#include "ringtrain/train/trainer.hpp"
+#include "ringtrain/distributed/world.hpp"
+#include "ringtrain/run/diagnose.hpp"
+#include "ringtrain/run/trainer.hpp"
 
 namespace ringtrain::cli {
 namespace {

@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "ringtrain/train/config.hpp"
+#include "ringtrain/run_config/config.hpp"
 
 namespace ringtrain::cli {
 

@@ -6,8 +6,8 @@
 
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/version.hpp"
-#include "ringtrain/dist/nccl_communicator.hpp"
-#include "ringtrain/dist/world.hpp"
+#include "ringtrain/distributed/nccl_communicator.hpp"
+#include "ringtrain/distributed/world.hpp"
 
 namespace ringtrain::cli {
 

@@ -4,7 +4,7 @@
 // gradients of the plain single-process step. Skipped, with the reason,
 // where there is no GPU.
 #include "gpu_test_util.hpp"
-#include "ringtrain/dist/nccl_communicator.hpp"
+#include "ringtrain/distributed/nccl_communicator.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/parallel/ddp.hpp"
 

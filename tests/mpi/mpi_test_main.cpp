@@ -2,7 +2,7 @@
 // prints the test listing, and the exit status is the same on every rank.
 #include <gtest/gtest.h>
 
-#include "ringtrain/dist/world.hpp"
+#include "ringtrain/distributed/world.hpp"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

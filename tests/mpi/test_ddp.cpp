@@ -6,8 +6,8 @@
 #include <random>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/dist/mpi_communicator.hpp"
-#include "ringtrain/dist/world.hpp"
+#include "ringtrain/distributed/mpi_communicator.hpp"
+#include "ringtrain/distributed/world.hpp"
 #include "ringtrain/nn/conv2d.hpp"
 #include "ringtrain/nn/linear.hpp"
 #include "ringtrain/optim/sgd.hpp"

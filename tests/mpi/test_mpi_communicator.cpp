@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "ringtrain/core/error.hpp"
-#include "ringtrain/dist/mpi_communicator.hpp"
-#include "ringtrain/dist/world.hpp"
+#include "ringtrain/distributed/mpi_communicator.hpp"
+#include "ringtrain/distributed/world.hpp"
 
 namespace ringtrain {
 namespace {

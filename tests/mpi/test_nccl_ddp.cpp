@@ -5,8 +5,8 @@
 
 #include "../gpu/gpu_test_util.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/dist/device_assignment.hpp"
-#include "ringtrain/dist/nccl_communicator.hpp"
+#include "ringtrain/distributed/device_assignment.hpp"
+#include "ringtrain/distributed/nccl_communicator.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/ddp.hpp"

@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/dist/mpi_communicator.hpp"
-#include "ringtrain/dist/world.hpp"
+#include "ringtrain/distributed/mpi_communicator.hpp"
+#include "ringtrain/distributed/world.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/ddp.hpp"

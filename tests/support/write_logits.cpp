@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/train/model_file.hpp"
+#include "ringtrain/checkpoint/model_file.hpp"
 
 namespace {
 

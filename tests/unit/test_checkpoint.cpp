@@ -11,6 +11,8 @@
 #include <string>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/checkpoint/checkpoint.hpp"
+#include "ringtrain/checkpoint/resume_position.hpp"
 #include "ringtrain/core/hash.hpp"
 #include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
@@ -18,8 +20,6 @@
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/nn/resnet.hpp"
 #include "ringtrain/optim/sgd.hpp"
-#include "ringtrain/train/checkpoint.hpp"
-#include "ringtrain/train/resume_position.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/checkpoint/checkpoint.hpp"
+#include "ringtrain/checkpoint/model_file.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/hdf5_attributes.hpp"
 #include "ringtrain/nn/resnet.hpp"
-#include "ringtrain/train/checkpoint.hpp"
-#include "ringtrain/train/model_file.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/checkpoint/checkpoint.hpp"
 #include "ringtrain/nn/resnet.hpp"
 #include "ringtrain/optim/sgd.hpp"
-#include "ringtrain/train/checkpoint.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

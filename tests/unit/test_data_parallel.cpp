@@ -8,7 +8,7 @@
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/prof/report.hpp"
-#include "ringtrain/train/setup.hpp"
+#include "ringtrain/run/setup.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

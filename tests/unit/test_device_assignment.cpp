@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "ringtrain/core/error.hpp"
-#include "ringtrain/dist/device_assignment.hpp"
+#include "ringtrain/distributed/device_assignment.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

@@ -1,7 +1,7 @@
 // The verdict of `ringtrain diagnose` on constructed probe results, one case per bottleneck.
 #include <gtest/gtest.h>
 
-#include "ringtrain/train/diagnose.hpp"
+#include "ringtrain/run/diagnose.hpp"
 
 namespace ringtrain {
 namespace {

@@ -9,7 +9,7 @@
 #include "eval_reference.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/data/synthetic.hpp"
-#include "ringtrain/train/evaluation.hpp"
+#include "ringtrain/evaluation/evaluation.hpp"
 
 namespace ringtrain {
 namespace {

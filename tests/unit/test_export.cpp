@@ -11,8 +11,8 @@
 #include <string>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/train/model_export.hpp"
-#include "ringtrain/train/model_file.hpp"
+#include "ringtrain/checkpoint/model_file.hpp"
+#include "ringtrain/exchange/model_export.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

@@ -16,8 +16,8 @@
 #include "ringtrain/core/memory_budget.hpp"
 #include "ringtrain/core/tensor.hpp"
 #include "ringtrain/data/synthetic.hpp"
-#include "ringtrain/train/config.hpp"
-#include "ringtrain/train/setup.hpp"
+#include "ringtrain/run/setup.hpp"
+#include "ringtrain/run_config/config.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

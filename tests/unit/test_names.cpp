@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "ringtrain/train/config.hpp"
+#include "ringtrain/run_config/config.hpp"
 
 namespace ringtrain {
 namespace {

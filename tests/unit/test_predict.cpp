@@ -10,8 +10,8 @@
 #include "image_files.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/data/synthetic.hpp"
-#include "ringtrain/train/evaluation.hpp"
-#include "ringtrain/train/inference.hpp"
+#include "ringtrain/evaluation/evaluation.hpp"
+#include "ringtrain/evaluation/inference.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

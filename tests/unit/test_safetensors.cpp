@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/exchange/safetensors.hpp"
+#include "ringtrain/exchange/torchvision_names.hpp"
 #include "ringtrain/nn/resnet.hpp"
-#include "ringtrain/train/safetensors.hpp"
-#include "ringtrain/train/torchvision_names.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

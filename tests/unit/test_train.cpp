@@ -7,9 +7,9 @@
 
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/synthetic.hpp"
-#include "ringtrain/train/session.hpp"
-#include "ringtrain/train/step.hpp"
-#include "ringtrain/train/trainer.hpp"
+#include "ringtrain/run/session.hpp"
+#include "ringtrain/run/step.hpp"
+#include "ringtrain/run/trainer.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

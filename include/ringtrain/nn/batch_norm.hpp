@@ -2,7 +2,7 @@
 #include <string>
 
 #include "ringtrain/backend/backend.hpp"
-#include "ringtrain/dist/communicator.hpp"
+#include "ringtrain/distributed/communicator.hpp"
 #include "ringtrain/nn/parameters.hpp"
 
 namespace ringtrain {

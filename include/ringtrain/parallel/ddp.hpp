@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "ringtrain/backend/backend.hpp"
-#include "ringtrain/dist/communicator.hpp"
+#include "ringtrain/distributed/communicator.hpp"
 #include "ringtrain/nn/parameters.hpp"
 #include "ringtrain/prof/host_spans.hpp"
 #include "ringtrain/prof/step_profiler.hpp"

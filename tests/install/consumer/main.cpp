@@ -7,7 +7,7 @@
 #include <exception>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/train/model_file.hpp"
+#include "ringtrain/checkpoint/model_file.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

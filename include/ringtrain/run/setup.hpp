@@ -1,0 +1,73 @@
+#pragma once
+// What a training run is built from, shared by train() and diagnose(): the data, the loader
+// settings, the training batches, the per-rank configuration and this rank's backend.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ringtrain/backend/backend.hpp"
+#include "ringtrain/data/augment.hpp"
+#include "ringtrain/data/batch_source.hpp"
+#include "ringtrain/data/dataset.hpp"
+#include "ringtrain/data/device_prefetcher.hpp"
+#include "ringtrain/data/loader.hpp"
+#include "ringtrain/distributed/communicator.hpp"
+#include "ringtrain/distributed/world.hpp"
+#include "ringtrain/run_config/config.hpp"
+
+namespace ringtrain {
+
+// --data, or the synthetic dataset (rank 0 writes it when missing, then the first rank of each
+// node that does not see it; everyone reads it after a barrier). Train images larger than the
+// memory budget stay on disk, to be streamed.
+Dataset load_data(const TrainConfig& c, Communicator& comm);
+
+// --data, or the synthetic dataset's path.
+std::string data_path(const TrainConfig& c);
+
+LoaderConfig loader_config(const TrainConfig& c, bool training);
+
+// The dtype and layout the loader writes images in: the backend's, or uint8 NHWC when they are
+// augmented on the device (--augment-on device).
+struct ImageFormat {
+  DType dtype;
+  Layout layout;
+};
+ImageFormat loader_format(const TrainConfig& c, const Backend& backend);
+
+// Training batches from memory, or streamed window by window when the images stayed on disk.
+struct TrainSource {
+  Normalization norm;
+  std::unique_ptr<ImageWriter> writer;  // on the heap: the loader keeps a reference to it
+  std::unique_ptr<BatchSource> batches;
+  DeviceAugment augment;      // the table on the device, with --augment-on device
+  int64_t window_images = 0;  // train images left on disk: images per streaming window; else 0
+};
+TrainSource make_train_source(const TrainConfig& c, const Split& train, const World& world,
+                              Backend& backend);
+
+// --mode dp's replica count: --devices, or by default 2 CPU replicas or every visible GPU.
+// Throws ConfigError when CUDA has fewer than --devices GPUs (--dp-share-device aside).
+int dp_devices(const TrainConfig& c, int visible_gpus);
+
+// --global-batch-size is split evenly over the ranks; --batch-size is per rank; --mode dp's
+// devices are resolved (dp_devices). Validates.
+TrainConfig per_rank_config(TrainConfig c, int world_size);
+
+// --threads 0 (the default) becomes this rank's share of its node's cores (node_cpu_share: its
+// affinity mask, divided among the local ranks that share it), and rank 0 says what was chosen.
+// Collective over the node's ranks.
+void use_cpu_share(TrainConfig& c, const World& world);
+
+// The conv algorithm cache file of a run: --conv-algo-cache, by default conv_algos.json in the
+// checkpoint folder; "" for --conv-algo-cache none.
+std::string conv_algo_cache_path(const TrainConfig& c);
+// This rank's backend: the CPU, or the CUDA device of its local rank (see assign_device).
+std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world);
+// --mode dp's backends: one CPU backend per replica (the --threads shared out), or one CUDA
+// backend per device (all on device 0 with --dp-share-device).
+std::vector<std::unique_ptr<Backend>> make_dp_backends(const TrainConfig& c);
+// "cpu with 2 threads per rank", or the CUDA backend's name.
+std::string describe_backend(Backend& backend);
+
+}  // namespace ringtrain

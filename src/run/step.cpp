@@ -1,0 +1,86 @@
+#include "ringtrain/run/step.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+namespace ringtrain {
+namespace {
+
+// One micro-batch's forward and backward, on the model or DataParallel's replicas; its loss is
+// recorded on the device.
+void micro_step(TrainSession& s, const DeviceBatch& batch, const LossSettings& loss) {
+  if (s.dp) return s.dp->step(batch.images, batch.labels, loss, &*s.profiler);
+  record_forward_backward(s.model(), batch.images, batch.labels, loss, &*s.profiler);
+  if (s.ddp) {
+    s.profiler->start(Phase::comm);  // what is left of the all-reduces once backward is done
+    s.ddp->finish_gradients();
+  }
+}
+
+}  // namespace
+
+void train_step(TrainSession& s, double lr, int64_t step) {
+  const int k = s.config.accum_steps;
+  const double loss_scale = s.scaler->scale();
+  // Note: each micro-batch's loss is divided by k, so the accumulated gradient is that of the
+  // mean loss over the k micro-batches: a step of k micro-batches of b images is a step of one
+  // batch of k*b images. The fp16 loss scale multiplies it too, and the optimizer divides it
+  // back out, so that small gradients survive fp16 without changing the update.
+  const LossSettings loss{s.config.label_smoothing, loss_scale / k};
+  ParameterSet& params = s.model().parameters();
+  params.zero_grad(s.backend());
+  for (int micro = 0; micro < k; ++micro) {
+    const DeviceBatch* batch = s.train_batches->next();
+    RT_CHECK(batch, "train: the loader ran out of batches in the middle of a step");
+    if (s.ddp) s.ddp->set_sync(micro + 1 == k);
+    micro_step(s, *batch, loss);
+  }
+  s.profiler->start(Phase::optimizer);
+  const bool finite = !s.scaler->enabled() || s.backend().all_finite(params.flat_grads());
+  if (s.scaler->update(finite)) {
+    s.optimizer->step(static_cast<float>(lr), static_cast<float>(1.0 / loss_scale));
+  } else {
+    spdlog::warn("step {}: gradients overflowed at loss scale {}; step skipped, scale now {}", step,
+                 loss_scale, s.scaler->scale());
+  }
+}
+
+std::vector<BatchResult> take_step_losses(TrainSession& s) {
+  const std::vector<LossValue> micro = s.dp ? s.dp->take_losses() : s.backend().take_losses();
+  const size_t k = static_cast<size_t>(s.config.accum_steps);
+  RT_CHECK(micro.size() % k == 0, "train: the loss log holds ", micro.size(),
+           " micro-batches, not whole steps of ", k);
+  std::vector<BatchResult> steps(micro.size() / k);
+  for (size_t i = 0; i < micro.size(); ++i) {
+    steps[i / k].loss += micro[i].loss / static_cast<double>(k);
+    steps[i / k].correct += micro[i].correct;
+  }
+  return steps;
+}
+
+EvalSums evaluate(TrainSession& s) {
+  EvalSums sums;
+  Backend& backend = s.backend();
+  s.test_batches->start_epoch(0);
+  const int64_t batches = s.test_loader->batches_per_epoch();
+  int64_t done = 0;
+  while (const DeviceBatch* b = s.test_batches->next()) {
+    const int64_t n = b->images.dim(0);
+    const Tensor& logits = s.model().forward(b->images, false);
+    sums.loss += backend.softmax_cross_entropy(logits, b->labels, 0.0f, nullptr, 1.0) * n;
+    sums.correct += static_cast<double>(backend.count_correct(logits, b->labels));
+    sums.count += static_cast<double>(n);
+    s.report->evaluation_progress(++done, batches);
+  }
+  return sums;
+}
+
+void check_finite(const TrainSession& s, double loss, const char* which, int64_t when) {
+  if (std::isfinite(loss)) return;
+  throw DivergedError(str_cat("train: diverged: ", which, " ", when, " is ", loss, "; likely --lr ",
+                              s.config.lr, " is too high (lower it or add --warmup-steps)",
+                              s.scaler->enabled() ? ", or fp16 overflowed (try --amp bf16)" : ""));
+}
+
+}  // namespace ringtrain
