@@ -33,34 +33,38 @@ same_state() {
   for g in "${groups[@]}"; do h5diff -q "$1" "$2" "$g" "$g" || return 1; done
 }
 
-for ranks in 1 2; do
+# Each run: ranks and --optimizer. The checks after this loop use the SGD runs' folders.
+for run in "1 sgd" "2 sgd"; do
+  read -r ranks opt <<<"$run"
   batch=$((16 / ranks))
-  a=$dir/r$ranks/straight b=$dir/r$ranks/stopped
-  if ! (launch "$ranks" "${model[@]}" --steps 40 --batch-size "$batch" --checkpoint-dir "$a" \
-    --checkpoint-every 40) >"$dir/straight.log" 2>&1; then
-    fail "$ranks rank(s): uninterrupted run" "$dir/straight.log"; continue
+  tag=r$ranks
+  [ "$opt" = sgd ] || tag=r$ranks-$opt
+  a=$dir/$tag/straight b=$dir/$tag/stopped
+  if ! (launch "$ranks" "${model[@]}" --optimizer "$opt" --steps 40 --batch-size "$batch" \
+    --checkpoint-dir "$a" --checkpoint-every 40) >"$dir/straight.log" 2>&1; then
+    fail "$ranks rank(s), $opt: uninterrupted run" "$dir/straight.log"; continue
   fi
   : >"$dir/stopped.log"  # emptied before the launch: the wait below must not see the last run's
-  (launch "$ranks" "${model[@]}" --steps 40 --batch-size "$batch" --checkpoint-dir "$b" \
-    --debug-loader-delay-ms 60) >"$dir/stopped.log" 2>&1 &
+  (launch "$ranks" "${model[@]}" --optimizer "$opt" --steps 40 --batch-size "$batch" \
+    --checkpoint-dir "$b" --debug-loader-delay-ms 60) >"$dir/stopped.log" 2>&1 &
   pid=$!
   for _ in $(seq 600); do grep -q "step 8/40" "$dir/stopped.log" && break; sleep 0.1; done
   kill -USR1 "$pid"
   wait "$pid"
   rc=$?
-  [ "$rc" -eq 75 ] || fail "$ranks rank(s): stopped run exited $rc, want 75" "$dir/stopped.log"
+  [ "$rc" -eq 75 ] || fail "$ranks rank(s), $opt: stopped run exited $rc, want 75" "$dir/stopped.log"
   stopped_at=$(ls "$b" | sed -n 's/ckpt-step0*\([0-9]*\)\.h5/\1/p' | head -1)
   if [ -z "$stopped_at" ] || [ "$stopped_at" -ge 40 ]; then
-    fail "$ranks rank(s): no mid-run checkpoint (${stopped_at:-none})" "$dir/stopped.log"; continue
+    fail "$ranks rank(s), $opt: no mid-run checkpoint (${stopped_at:-none})" "$dir/stopped.log"; continue
   fi
-  if ! (launch "$ranks" "${model[@]}" --steps 40 --batch-size "$batch" --checkpoint-dir "$b" \
-    --checkpoint-every 40 --resume auto) >"$dir/resumed.log" 2>&1; then
-    fail "$ranks rank(s): resumed run" "$dir/resumed.log"; continue
+  if ! (launch "$ranks" "${model[@]}" --optimizer "$opt" --steps 40 --batch-size "$batch" \
+    --checkpoint-dir "$b" --checkpoint-every 40 --resume auto) >"$dir/resumed.log" 2>&1; then
+    fail "$ranks rank(s), $opt: resumed run" "$dir/resumed.log"; continue
   fi
   if same_state "$a/ckpt-step00000040.h5" "$b/ckpt-step00000040.h5" "$ranks"; then
-    echo "ok   $ranks rank(s): stopped at step $stopped_at by SIGUSR1, resumed, bit for bit equal"
+    echo "ok   $ranks rank(s), $opt: stopped at step $stopped_at by SIGUSR1, resumed, bit for bit equal"
   else
-    fail "$ranks rank(s): resumed run differs from the uninterrupted one" "$dir/resumed.log"
+    fail "$ranks rank(s), $opt: resumed run differs from the uninterrupted one" "$dir/resumed.log"
   fi
 done
 

@@ -10,6 +10,7 @@
 #include "ringtrain/distributed/world.hpp"
 #include "ringtrain/nn/conv2d.hpp"
 #include "ringtrain/nn/linear.hpp"
+#include "ringtrain/optim/make_optimizer.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/parallel/ddp.hpp"
 #include "shard_batch.hpp"
@@ -58,12 +59,15 @@ void fill_batch(int rank, int step, Tensor& x, Tensor& labels, int64_t row) {
   test::fill_shard(rank, step, kPerRank, kClasses, x, labels, row);
 }
 
-TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
+// Three steps of `kind` with DDP on each rank's batch against one process on all ranks'
+// batches concatenated.
+void expect_ddp_equals_one_process(OptimizerKind kind) {
   World& world = World::get();
   MpiCommunicator comm(world.comm());
   CpuBackend backend(1);
-  OptimizerConfig sc;
-  sc.weight_decay = 1e-3f;
+  OptimizerConfig oc;
+  oc.kind = kind;
+  oc.weight_decay = 1e-3f;
 
   // Rank 0 starts from other weights: broadcast_state must replace everyone's with rank 0's.
   TinyNet net(backend, comm.rank() == 0 ? 5 : 99);
@@ -72,10 +76,10 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
   DistributedDataParallel ddp(net.params, comm, backend, dc);
   ASSERT_EQ(ddp.buckets().size(), 2u);
   ddp.broadcast_state();
-  Sgd sgd(net.params, backend, sc);
+  const auto optimizer = make_optimizer(oc, net.params, backend);
 
   TinyNet ref(backend, 5);
-  Sgd ref_sgd(ref.params, backend, sc);
+  const auto ref_optimizer = make_optimizer(oc, ref.params, backend);
 
   for (int step = 0; step < 3; ++step) {
     Tensor x = Tensor::zeros({kPerRank, 3, 6, 6}, DType::f32);
@@ -84,7 +88,7 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
     net.params.zero_grad(backend);
     net.step(backend, x, labels);
     ddp.finish_gradients();
-    sgd.step(0.1f);
+    optimizer->step(0.1f);
 
     const int all = kPerRank * comm.size();
     Tensor X = Tensor::zeros({all, 3, 6, 6}, DType::f32);
@@ -92,7 +96,7 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
     for (int r = 0; r < comm.size(); ++r) fill_batch(r, step, X, L, int64_t{r} * kPerRank);
     ref.params.zero_grad(backend);
     ref.step(backend, X, L);
-    ref_sgd.step(0.1f);
+    ref_optimizer->step(0.1f);
   }
   // The fc bucket was all-reduced while the conv's backward had not run yet.
   EXPECT_TRUE(ddp.buckets()[0].launched_during_backward);
@@ -100,6 +104,14 @@ TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatch) {
   const float* b = ref.params.flat_params().data<float>();
   for (int64_t i = 0; i < net.params.flat_size(); ++i)
     ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::abs(b[i]))) << "parameter element " << i;
+}
+
+// Every optimizer --optimizer accepts.
+TEST(Ddp, EqualsOneProcessOnTheConcatenatedBatchWithEveryOptimizer) {
+  for (const auto& [name, kind] : names_of<OptimizerKind>()) {
+    SCOPED_TRACE("--optimizer " + name);
+    expect_ddp_equals_one_process(kind);
+  }
 }
 
 // Two micro-batches per step on every rank, accumulated, communicated once: one process on
