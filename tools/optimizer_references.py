@@ -8,9 +8,12 @@ learning rate, the gradients and the parameters after the update, all float32. T
 and initial values come from torch's seeded generator; the updates from
 
   sgd    torch.optim.SGD
+  lars   the few lines of lars_step() below: TensorFlow's LARSOptimizer (tf.contrib.opt, the
+         optimizer of MLPerf's ResNet-50 reference) written independently of ringtrain, in
+         float32 torch tensor ops
 
 with batch-norm and bias parameters in a group without weight decay when a case says
-decay_norm_and_bias false.
+decay_norm_and_bias false (LARS always skips them: no trust ratio, no decay).
 
 Run it where torch is installed (CI has none, so the files are committed):
   python3 tools/optimizer_references.py [--out tests/data/optimizer_references]
@@ -34,7 +37,7 @@ LRS = [0.05, 0.1, 0.1, 0.08, 0.05, 0.02]
 
 def make_case(seed, zero_grad_of=None, zero_weight_of=None):
     """Initial values and per-step gradients; a parameter named by zero_grad_of gets zero
-    gradients, one named by zero_weight_of starts at zero."""
+    gradients, one named by zero_weight_of starts at zero (LARS's trust ratio is then 1)."""
     g = torch.Generator().manual_seed(seed)
     init = {}
     for name, _, shape in PARAMETERS:
@@ -73,11 +76,39 @@ def run_torch(make_optimizer, config, init, grads):
     return after
 
 
+def lars_step(w, g, m, lr, c, adapted):
+    """One LARS update of one parameter (in place), TensorFlow's formulation."""
+    if adapted:
+        w_norm, g_norm = torch.linalg.vector_norm(w), torch.linalg.vector_norm(g)
+        trust = torch.tensor(1.0)
+        if w_norm > 0 and g_norm > 0:
+            trust = c["lars_eta"] * w_norm / (g_norm + c["weight_decay"] * w_norm + c["lars_epsilon"])
+        scaled_lr = lr * trust
+        g = g + c["weight_decay"] * w
+    else:
+        scaled_lr = torch.tensor(lr)
+    m.mul_(c["momentum"]).add_(g)
+    w.sub_(scaled_lr * m)
+
+
+def run_lars(config, init, grads):
+    tensors = {n: init[n].clone() for n, _, _ in PARAMETERS}
+    momentum = {n: torch.zeros_like(t) for n, t in tensors.items()}
+    after = []
+    for lr, step_grads in zip(LRS, grads):
+        for n, kind, _ in PARAMETERS:
+            lars_step(tensors[n], step_grads[n], momentum[n], lr, config, kind not in EXEMPT)
+        after.append({n: t.clone() for n, t in tensors.items()})
+    return after
+
+
 def runner(optimizer, config):
     if optimizer == "sgd":
         return lambda init, grads: run_torch(
             lambda gs: torch.optim.SGD(gs, lr=0.1, momentum=config["momentum"],
                                        nesterov=config["nesterov"]), config, init, grads)
+    if optimizer == "lars":
+        return lambda init, grads: run_lars(config, init, grads)
     raise ValueError(f"no reference for optimizer {optimizer}")
 
 
@@ -87,6 +118,15 @@ CASES = {
           "nesterov": False, "decay_norm_and_bias": True}, {}),
         ("nesterov, no decay on batch norm and bias", {"momentum": 0.8, "weight_decay": 0.05,
           "nesterov": True, "decay_norm_and_bias": False}, {}),
+    ],
+    "lars": [
+        ("MLPerf's settings but a larger trust coefficient", {"momentum": 0.9,
+          "weight_decay": 1e-4, "lars_eta": 0.02, "lars_epsilon": 0.0}, {}),
+        ("no momentum, epsilon, strong decay", {"momentum": 0.0, "weight_decay": 0.05,
+          "lars_eta": 0.1, "lars_epsilon": 1e-3}, {}),
+        ("a zero gradient and a zero weight: trust ratio 1", {"momentum": 0.9,
+          "weight_decay": 1e-3, "lars_eta": 0.05, "lars_epsilon": 0.0},
+         {"zero_grad_of": "conv.weight", "zero_weight_of": "fc.weight"}),
     ],
 }
 

@@ -53,17 +53,24 @@ void add_optimizer_flags(CLI::App& cmd, TrainConfig& c) {
   add_setting(cmd, "--lr", c.lr, "peak learning rate")
       ->check(positive(limits::kMaxLr))
       ->capture_default_str();
-  add_choice(cmd, "--optimizer", c.optim.kind, "sgd");
-  add_setting(cmd, "--momentum", c.optim.momentum, "momentum (sgd)")
+  add_choice(cmd, "--optimizer", c.optim.kind, "sgd or lars");
+  add_setting(cmd, "--momentum", c.optim.momentum, "momentum (sgd, lars)")
       ->check(real(0, 1))
       ->capture_default_str();
   add_setting(cmd, "--weight-decay", c.optim.weight_decay,
-              "weight decay (sgd: L2 added to the gradient, as in PyTorch)")
+              "weight decay (sgd, lars: L2 added to the gradient)")
       ->check(real(0, 1))
       ->capture_default_str();
   add_switch(cmd, "--nesterov", c.optim.nesterov, "Nesterov momentum (sgd)");
   add_switch(cmd, "--decay-bn-and-bias,!--no-bn-decay", c.optim.decay_norm_and_bias,
-             "no weight decay on batch-norm and bias parameters");
+             "no weight decay on batch-norm and bias parameters (lars never decays them)");
+  add_setting(cmd, "--lars-eta", c.optim.lars_eta, "trust coefficient (lars)")
+      ->check(positive(1))
+      ->capture_default_str();
+  add_setting(cmd, "--lars-epsilon", c.optim.lars_epsilon,
+              "added to the trust ratio's denominator (lars)")
+      ->check(real(0, 1))
+      ->capture_default_str();
   add_choice(cmd, "--schedule", c.schedule, "constant, step, cosine or onecycle");
   add_setting(cmd, "--warmup-steps", c.warmup_steps, "linear warmup steps")
       ->check(whole(0, limits::kMaxSteps));

@@ -1,12 +1,14 @@
 #include "ringtrain/optim/make_optimizer.hpp"
 
+#include "ringtrain/optim/lars.hpp"
 #include "ringtrain/optim/sgd.hpp"
 
 namespace ringtrain {
 
 template <>
 const NameTable<OptimizerKind>& names_of<OptimizerKind>() {
-  static const NameTable<OptimizerKind> names = {{"sgd", OptimizerKind::sgd}};
+  static const NameTable<OptimizerKind> names = {{"sgd", OptimizerKind::sgd},
+                                                 {"lars", OptimizerKind::lars}};
   return names;
 }
 
@@ -15,6 +17,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, Paramet
   switch (config.kind) {
     case OptimizerKind::sgd:
       return std::make_unique<Sgd>(params, backend, config);
+    case OptimizerKind::lars:
+      return std::make_unique<Lars>(params, backend, config);
   }
   throw Error(str_cat("make_optimizer: optimizer kind ", static_cast<int>(config.kind),
                       " has no constructor"));

@@ -2,7 +2,8 @@
 # Checkpoints and resume, as a preempted batch job sees them: a run stopped by SIGUSR1 (sent by
 # another process, at whatever step it has reached) exits 75 after a checkpoint, and resuming
 # it gives parameters, optimizer state and running statistics bit for bit equal to a run that was
-# never stopped, with 1 and 2 ranks and across an epoch boundary. A truncated checkpoint is
+# never stopped, with 1 and 2 ranks and across an epoch boundary (SGD; every other --optimizer on
+# one rank). A truncated checkpoint is
 # skipped by --resume auto with a warning naming it; a checkpoint of another model, or whose
 # position in the epoch is not a whole number of this run's global batch, is refused with the
 # reason unless forced; --keep bounds the checkpoints kept.
@@ -34,7 +35,7 @@ same_state() {
 }
 
 # Each run: ranks and --optimizer. The checks after this loop use the SGD runs' folders.
-for run in "1 sgd" "2 sgd"; do
+for run in "1 sgd" "2 sgd" "1 lars"; do
   read -r ranks opt <<<"$run"
   batch=$((16 / ranks))
   tag=r$ranks

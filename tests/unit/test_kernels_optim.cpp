@@ -1,16 +1,18 @@
-// The optimiser's kernel bodies of the CUDA backend (the finite check and the SGD step), run on
-// the host by the grid emulator at sizes that leave the last block partly idle and under a small
+// The optimiser's kernel bodies of the CUDA backend (the finite check and every update rule), run
+// on the host by the grid emulator at sizes that leave the last block partly idle and under a small
 // grid that makes every thread stride, against the CPU backend's all_finite and optimizer_step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <limits>
 
 #include "host_grid.hpp"
 #include "kernel_data.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/backend/kernels/finite.hpp"
-#include "ringtrain/backend/kernels/sgd.hpp"
+#include "ringtrain/backend/kernels/update_rules.hpp"
 
 namespace ringtrain {
 namespace {
@@ -87,64 +89,143 @@ std::vector<DecayRun> alternating_runs(int64_t n) {
   return runs;
 }
 
-struct SgdState {
-  std::vector<float> w, m;
+// The weights and a rule's state tensors.
+struct UpdateState {
+  std::vector<float> w;
+  std::vector<std::vector<float>> s;
 };
 
-// The state after one step per gradient vector, by the CPU backend (gradients in f32).
-SgdState cpu_steps(const SgdHyper& h, const std::vector<DecayRun>& runs, const SgdState& start,
-                   const std::vector<std::vector<float>>& grads) {
+// What a rule reads per run, by the CPU: LARS's sums of squares of w, then of g; none for others.
+Tensor run_values(const UpdateRule& rule, const std::vector<DecayRun>& runs, const Tensor& w,
+                  const Tensor& g) {
+  if (!std::holds_alternative<LarsHyper>(rule)) return Tensor();
   CpuBackend cpu(1);
-  const Shape shape{static_cast<int64_t>(start.w.size())};
-  Tensor w = f32_tensor(start.w, shape), m = f32_tensor(start.m, shape);
-  for (const std::vector<float>& g : grads)
-    cpu.optimizer_step(h, runs, w, f32_tensor(g, shape), {&m}, Tensor());
-  return {values_of(w), values_of(m)};
+  const auto r = static_cast<int64_t>(runs.size());
+  Tensor values = Tensor::zeros({2 * r}, DType::f32);
+  Tensor w_sums = values.slice(0, {r}), g_sums = values.slice(r, {r});
+  cpu.sum_squares_per_run(w, runs, w_sums);
+  cpu.sum_squares_per_run(g, runs, g_sums);
+  return values;
 }
 
-// The same steps by the SgdStep body, gradients in G, each element finding its run.
-template <class G>
-SgdState emulated_steps(const SgdHyper& h, const std::vector<DecayRun>& runs, SgdState state,
-                        const std::vector<std::vector<float>>& grads, Grid grid) {
+// The state after one update per gradient vector, by the CPU backend (gradients in f32).
+UpdateState cpu_steps(const UpdateRule& rule, const std::vector<DecayRun>& runs,
+                      const UpdateState& start, const std::vector<std::vector<float>>& grads) {
+  CpuBackend cpu(1);
+  const Shape shape{static_cast<int64_t>(start.w.size())};
+  Tensor w = f32_tensor(start.w, shape);
+  std::vector<Tensor> state;
+  for (const std::vector<float>& s : start.s) state.push_back(f32_tensor(s, shape));
+  std::vector<Tensor*> pointers;
+  for (Tensor& s : state) pointers.push_back(&s);
   for (const std::vector<float>& g : grads) {
+    const Tensor g_tensor = f32_tensor(g, shape);
+    cpu.optimizer_step(rule, runs, w, g_tensor, pointers, run_values(rule, runs, w, g_tensor));
+  }
+  UpdateState end{values_of(w), {}};
+  for (const Tensor& s : state) end.s.push_back(values_of(s));
+  return end;
+}
+
+// The same updates by the rule's body, gradients in G, each element finding its run.
+template <class G>
+UpdateState emulated_steps(const UpdateRule& rule, const std::vector<DecayRun>& runs,
+                           UpdateState state, const std::vector<std::vector<float>>& grads,
+                           Grid grid) {
+  const Shape shape{static_cast<int64_t>(state.w.size())};
+  for (const std::vector<float>& g : grads) {
+    const Tensor values = run_values(rule, runs, f32_tensor(state.w, shape), f32_tensor(g, shape));
     const std::vector<G> elements = test::to_elements<G>(g);
-    const kernels::UpdateTensors<float, G> t{runs.data(),      static_cast<int>(runs.size()),
-                                             state.w.data(),   elements.data(),
-                                             {state.m.data()}, nullptr};
-    const kernels::RunIndexed<kernels::SgdStep<float, G>> body{{h, t}};
-    emulate_grid_stride(body, static_cast<int64_t>(g.size()), grid);
+    kernels::UpdateTensors<float, G> t{runs.data(),
+                                       static_cast<int>(runs.size()),
+                                       state.w.data(),
+                                       elements.data(),
+                                       {},
+                                       values.defined() ? values.data<float>() : nullptr};
+    for (size_t k = 0; k < state.s.size(); ++k) t.state[k] = state.s[k].data();
+    std::visit(
+        [&](const auto& h) {
+          using H = std::decay_t<decltype(h)>;
+          const kernels::RunIndexed<typename H::template Body<float, G>> body{{h, t}};
+          emulate_grid_stride(body, static_cast<int64_t>(g.size()), grid);
+        },
+        rule);
   }
   return state;
 }
 
-// Note: the f32 body and the CPU do the same f32 operations in the same order on the same values
-// (no wider intermediate), and one compiler with one set of flags builds both (where it fuses a
-// product and a sum into an FMA, it fuses the same ones), so they agree to the bit. The
-// gradients are bf16-exact, so the bf16 body reads the very numbers the CPU reads, and as
-// weights and momentum stay f32 it agrees to the bit as well. (On the GPU, nvcc's own FMAs may
-// move the last bit; tests/gpu compares the CUDA op with a tolerance.)
+// Every element of `got` within 4 units in the last place of `want`, or of 1 where `want` is
+// smaller: the values here are of order 1, and a sum that cancels (m = 0.9 m + g near 0) keeps
+// the rounding error of its terms (FMA contraction: see the note below).
+void expect_within_ulps(const std::vector<float>& got, const std::vector<float>& want,
+                        const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_LE(std::fabs(got[i] - want[i]), 4 * FLT_EPSILON * std::max(1.0f, std::fabs(want[i])))
+        << what << ", element " << i;
+}
+
+// The CPU's updates and the body's under the grid emulator, with f32 and bf16 gradients, must be
+// the same within a few units in the last place (see the note below); `what` names the case.
+void expect_body_matches_cpu(const UpdateRule& rule, const std::vector<DecayRun>& runs,
+                             const UpdateState& start, const std::vector<std::vector<float>>& grads,
+                             Grid grid, const std::string& what) {
+  const UpdateState want = cpu_steps(rule, runs, start, grads);
+  const UpdateState f32 = emulated_steps<float>(rule, runs, start, grads, grid);
+  const UpdateState bf16 = emulated_steps<HostBf16>(rule, runs, start, grads, grid);
+  expect_within_ulps(f32.w, want.w, what + ", f32 gradients, weights");
+  expect_within_ulps(bf16.w, want.w, what + ", bf16 gradients, weights");
+  ASSERT_EQ(f32.s.size(), want.s.size());
+  for (size_t k = 0; k < want.s.size(); ++k) {
+    expect_within_ulps(f32.s[k], want.s[k], what + ", f32 gradients, state " + std::to_string(k));
+    expect_within_ulps(bf16.s[k], want.s[k], what + ", bf16 gradients, state " + std::to_string(k));
+  }
+}
+
+// Weights (f32 masters, not bf16-exact), one state tensor and two gradient vectors.
+UpdateState start_state(int64_t n) {
+  UpdateState start{test::bf16_exact_values(n, 2), {test::bf16_exact_values(n, 3)}};
+  for (float& w : start.w) w += 1.f / 3.f;
+  return start;
+}
+
+std::vector<std::vector<float>> two_gradients(int64_t n) {
+  return {test::bf16_exact_values(n, 4), test::bf16_exact_values(n, 5)};
+}
+
+// Note: the CPU runs the same body run by run that the grid runs index by index, in f32 on the
+// same values (the gradients are bf16-exact, so the bf16 body reads the very numbers the CPU
+// reads). Only FMA contraction can differ: with -march on an FMA machine the compiler may fuse
+// a product and a sum in one inlined copy of the body and not in the other (LARS's momentum does
+// this), so the two agree within a few units in the last place, not always to the bit. A wrong
+// run, state slot or hyper-parameter moves a value by far more. (On the GPU, nvcc's own FMAs may
+// move the last bit too; tests/gpu compares the CUDA op with a tolerance.)
 TEST_P(OptimKernel, SgdStepMatchesTheCpuForEveryHyperParameterCase) {
   const std::vector<DecayRun> runs = alternating_runs(n());
-  SgdState start{test::bf16_exact_values(n(), 2), test::bf16_exact_values(n(), 3)};
-  for (float& w : start.w) w += 1.f / 3.f;  // f32 master weights, not bf16-exact
-  const std::vector<std::vector<float>> grads = {test::bf16_exact_values(n(), 4),
-                                                 test::bf16_exact_values(n(), 5)};
   for (const float momentum : {0.f, 0.9f})
     for (const bool nesterov : {false, true})
       for (const float decay : {0.f, 5e-2f})
-        for (const float grad_scale : {1.f, 0.3f}) {
-          const SgdHyper h{0.1f, momentum, decay, nesterov, grad_scale};
-          const SgdState want = cpu_steps(h, runs, start, grads);
-          const SgdState f32 = emulated_steps<float>(h, runs, start, grads, grid());
-          const SgdState bf16 = emulated_steps<HostBf16>(h, runs, start, grads, grid());
-          const std::string what = "momentum " + std::to_string(momentum) + " nesterov " +
-                                   std::to_string(nesterov) + " decay " + std::to_string(decay) +
-                                   " grad_scale " + std::to_string(grad_scale);
-          EXPECT_EQ(f32.w, want.w) << what;
-          EXPECT_EQ(f32.m, want.m) << what;
-          EXPECT_EQ(bf16.w, want.w) << what;
-          EXPECT_EQ(bf16.m, want.m) << what;
-        }
+        for (const float grad_scale : {1.f, 0.3f})
+          expect_body_matches_cpu(SgdHyper{0.1f, momentum, decay, nesterov, grad_scale}, runs,
+                                  start_state(n()), two_gradients(n()), grid(),
+                                  "momentum " + std::to_string(momentum) + " nesterov " +
+                                      std::to_string(nesterov) + " decay " + std::to_string(decay) +
+                                      " grad_scale " + std::to_string(grad_scale));
+}
+
+// LARS reads each run's sums of squares (here the CPU's, for both): runs with decay are scaled
+// by their trust ratio and decayed, the others take plain momentum.
+TEST_P(OptimKernel, LarsStepMatchesTheCpuForEveryHyperParameterCase) {
+  const std::vector<DecayRun> runs = alternating_runs(n());
+  for (const float momentum : {0.f, 0.9f})
+    for (const float decay : {0.f, 5e-2f})
+      for (const float eps : {0.f, 1e-3f})
+        for (const float grad_scale : {1.f, 0.3f})
+          expect_body_matches_cpu(LarsHyper{0.1f, momentum, decay, 0.02f, eps, grad_scale}, runs,
+                                  start_state(n()), two_gradients(n()), grid(),
+                                  "momentum " + std::to_string(momentum) + " decay " +
+                                      std::to_string(decay) + " eps " + std::to_string(eps) +
+                                      " grad_scale " + std::to_string(grad_scale));
 }
 
 // Per-run sums of squares: the CPU's (the bodies run piece by piece on the thread pool) against

@@ -53,6 +53,10 @@ OptimizerConfig config_of(OptimizerKind kind, const json& settings) {
       c.nesterov = value.get<bool>();
     } else if (key == "decay_norm_and_bias") {
       c.decay_norm_and_bias = value.get<bool>();
+    } else if (key == "lars_eta") {
+      c.lars_eta = value.get<float>();
+    } else if (key == "lars_epsilon") {
+      c.lars_epsilon = value.get<float>();
     } else {
       ADD_FAILURE() << "setting " << key << " unknown to this test";
     }

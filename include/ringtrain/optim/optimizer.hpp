@@ -10,7 +10,7 @@
 namespace ringtrain {
 
 // The optimizers, as --optimizer names them (the names and constructors: make_optimizer.cpp).
-enum class OptimizerKind { sgd };
+enum class OptimizerKind { sgd, lars };
 template <>
 const NameTable<OptimizerKind>& names_of<OptimizerKind>();
 
@@ -21,6 +21,8 @@ struct OptimizerConfig {
   float weight_decay = 5e-4f;
   bool nesterov = false;
   bool decay_norm_and_bias = true;  // PyTorch's default decays every parameter
+  float lars_eta = 0.001f;          // LARS's trust coefficient
+  float lars_epsilon = 0.0f;        // added to LARS's trust ratio denominator
 };
 
 // One state tensor of an optimizer, of the flat parameter buffer's shape and dtype (f32): one

@@ -4,10 +4,11 @@
 // them and both backends run the body, so a new rule touches no backend file.
 #include <variant>
 
+#include "ringtrain/backend/kernels/lars.hpp"
 #include "ringtrain/backend/kernels/sgd.hpp"
 
 namespace ringtrain {
 
-using UpdateRule = std::variant<SgdHyper>;
+using UpdateRule = std::variant<SgdHyper, LarsHyper>;
 
 }  // namespace ringtrain
