@@ -8,6 +8,7 @@ learning rate, the gradients and the parameters after the update, all float32. T
 and initial values come from torch's seeded generator; the updates from
 
   sgd    torch.optim.SGD
+  adamw  torch.optim.AdamW
   lars   the few lines of lars_step() below: TensorFlow's LARSOptimizer (tf.contrib.opt, the
          optimizer of MLPerf's ResNet-50 reference) written independently of ringtrain, in
          float32 torch tensor ops
@@ -107,9 +108,11 @@ def runner(optimizer, config):
         return lambda init, grads: run_torch(
             lambda gs: torch.optim.SGD(gs, lr=0.1, momentum=config["momentum"],
                                        nesterov=config["nesterov"]), config, init, grads)
-    if optimizer == "lars":
-        return lambda init, grads: run_lars(config, init, grads)
-    raise ValueError(f"no reference for optimizer {optimizer}")
+    if optimizer == "adamw":
+        return lambda init, grads: run_torch(
+            lambda gs: torch.optim.AdamW(gs, lr=1e-3, betas=(config["beta1"], config["beta2"]),
+                                         eps=config["adam_eps"]), config, init, grads)
+    return lambda init, grads: run_lars(config, init, grads)
 
 
 CASES = {
@@ -127,6 +130,12 @@ CASES = {
         ("a zero gradient and a zero weight: trust ratio 1", {"momentum": 0.9,
           "weight_decay": 1e-3, "lars_eta": 0.05, "lars_epsilon": 0.0},
          {"zero_grad_of": "conv.weight", "zero_weight_of": "fc.weight"}),
+    ],
+    "adamw": [
+        ("torch's defaults, decay on every parameter", {"beta1": 0.9, "beta2": 0.999,
+          "adam_eps": 1e-8, "weight_decay": 0.01, "decay_norm_and_bias": True}, {}),
+        ("other betas and eps, no decay on batch norm and bias", {"beta1": 0.8, "beta2": 0.95,
+          "adam_eps": 1e-6, "weight_decay": 0.1, "decay_norm_and_bias": False}, {}),
     ],
 }
 

@@ -53,12 +53,12 @@ void add_optimizer_flags(CLI::App& cmd, TrainConfig& c) {
   add_setting(cmd, "--lr", c.lr, "peak learning rate")
       ->check(positive(limits::kMaxLr))
       ->capture_default_str();
-  add_choice(cmd, "--optimizer", c.optim.kind, "sgd or lars");
+  add_choice(cmd, "--optimizer", c.optim.kind, "sgd, lars or adamw");
   add_setting(cmd, "--momentum", c.optim.momentum, "momentum (sgd, lars)")
       ->check(real(0, 1))
       ->capture_default_str();
   add_setting(cmd, "--weight-decay", c.optim.weight_decay,
-              "weight decay (sgd, lars: L2 added to the gradient)")
+              "weight decay (sgd, lars: L2 added to the gradient; adamw: decoupled)")
       ->check(real(0, 1))
       ->capture_default_str();
   add_switch(cmd, "--nesterov", c.optim.nesterov, "Nesterov momentum (sgd)");
@@ -70,6 +70,15 @@ void add_optimizer_flags(CLI::App& cmd, TrainConfig& c) {
   add_setting(cmd, "--lars-epsilon", c.optim.lars_epsilon,
               "added to the trust ratio's denominator (lars)")
       ->check(real(0, 1))
+      ->capture_default_str();
+  add_setting(cmd, "--adam-beta1", c.optim.beta1, "first moment's decay rate (adamw)")
+      ->check(real(0, 0.999999))
+      ->capture_default_str();
+  add_setting(cmd, "--adam-beta2", c.optim.beta2, "second moment's decay rate (adamw)")
+      ->check(real(0, 0.999999))
+      ->capture_default_str();
+  add_setting(cmd, "--adam-eps", c.optim.adam_eps, "added to the root of the second moment (adamw)")
+      ->check(positive(1))
       ->capture_default_str();
   add_choice(cmd, "--schedule", c.schedule, "constant, step, cosine or onecycle");
   add_setting(cmd, "--warmup-steps", c.warmup_steps, "linear warmup steps")

@@ -35,7 +35,7 @@ same_state() {
 }
 
 # Each run: ranks and --optimizer. The checks after this loop use the SGD runs' folders.
-for run in "1 sgd" "2 sgd" "1 lars"; do
+for run in "1 sgd" "2 sgd" "1 lars" "1 adamw"; do
   read -r ranks opt <<<"$run"
   batch=$((16 / ranks))
   tag=r$ranks

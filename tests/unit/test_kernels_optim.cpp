@@ -228,6 +228,22 @@ TEST_P(OptimKernel, LarsStepMatchesTheCpuForEveryHyperParameterCase) {
                                       " grad_scale " + std::to_string(grad_scale));
 }
 
+// AdamW keeps two state tensors (the second moment non-negative); its decay is decoupled and
+// applies to the runs with decay only.
+TEST_P(OptimKernel, AdamWStepMatchesTheCpuForEveryHyperParameterCase) {
+  const std::vector<DecayRun> runs = alternating_runs(n());
+  UpdateState start = start_state(n());
+  start.s.push_back(test::bf16_exact_values(n(), 7));
+  for (float& v : start.s[1]) v *= v;
+  for (const int64_t t : {int64_t{1}, int64_t{1000}})
+    for (const float decay : {0.f, 5e-2f})
+      for (const float grad_scale : {1.f, 0.3f})
+        expect_body_matches_cpu(AdamWHyper::at(t, 1e-2f, 0.9f, 0.999f, 1e-8f, decay, grad_scale),
+                                runs, start, two_gradients(n()), grid(),
+                                "update " + std::to_string(t) + " decay " + std::to_string(decay) +
+                                    " grad_scale " + std::to_string(grad_scale));
+}
+
 // Per-run sums of squares: the CPU's (the bodies run piece by piece on the thread pool) against
 // the sums in double, and the bodies under the grid emulator against the CPU to the bit (the
 // order of the additions is the pieces', never the grid's). The runs are long enough here to be

@@ -57,6 +57,12 @@ OptimizerConfig config_of(OptimizerKind kind, const json& settings) {
       c.lars_eta = value.get<float>();
     } else if (key == "lars_epsilon") {
       c.lars_epsilon = value.get<float>();
+    } else if (key == "beta1") {
+      c.beta1 = value.get<float>();
+    } else if (key == "beta2") {
+      c.beta2 = value.get<float>();
+    } else if (key == "adam_eps") {
+      c.adam_eps = value.get<float>();
     } else {
       ADD_FAILURE() << "setting " << key << " unknown to this test";
     }

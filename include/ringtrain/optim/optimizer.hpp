@@ -10,7 +10,7 @@
 namespace ringtrain {
 
 // The optimizers, as --optimizer names them (the names and constructors: make_optimizer.cpp).
-enum class OptimizerKind { sgd, lars };
+enum class OptimizerKind { sgd, lars, adamw };
 template <>
 const NameTable<OptimizerKind>& names_of<OptimizerKind>();
 
@@ -23,6 +23,9 @@ struct OptimizerConfig {
   bool decay_norm_and_bias = true;  // PyTorch's default decays every parameter
   float lars_eta = 0.001f;          // LARS's trust coefficient
   float lars_epsilon = 0.0f;        // added to LARS's trust ratio denominator
+  float beta1 = 0.9f;               // AdamW's moment decay rates, as torch's betas
+  float beta2 = 0.999f;
+  float adam_eps = 1e-8f;  // AdamW's eps, added to the corrected square root of the second moment
 };
 
 // One state tensor of an optimizer, of the flat parameter buffer's shape and dtype (f32): one

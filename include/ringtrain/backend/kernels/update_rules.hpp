@@ -4,11 +4,12 @@
 // them and both backends run the body, so a new rule touches no backend file.
 #include <variant>
 
+#include "ringtrain/backend/kernels/adamw.hpp"
 #include "ringtrain/backend/kernels/lars.hpp"
 #include "ringtrain/backend/kernels/sgd.hpp"
 
 namespace ringtrain {
 
-using UpdateRule = std::variant<SgdHyper, LarsHyper>;
+using UpdateRule = std::variant<SgdHyper, LarsHyper, AdamWHyper>;
 
 }  // namespace ringtrain
