@@ -12,6 +12,7 @@
 #include "ringtrain/core/exit_codes.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/distributed/world.hpp"
+#include "ringtrain/parallel/backends.hpp"
 #include "ringtrain/run/diagnose.hpp"
 #include "ringtrain/run/trainer.hpp"
 
@@ -236,10 +237,8 @@ void add_train_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
 // length, pick a run that ends in minutes, and say why.
 void choose_device(const CLI::App& cmd, const std::string& device, TrainConfig& c) {
   const DeviceInventory devices = probe_devices();
-  const bool cuda = device == "auto" ? devices.cuda_devices > 0 : device == "cuda";
-  RT_CHECK(!cuda || devices.cuda_devices > 0, "--device cuda, but ", devices.detail);
-  c.device = cuda ? DeviceKind::cuda : DeviceKind::cpu;
-  if (cuda) return;
+  c.device = resolve_device(device, devices);
+  if (c.device == DeviceKind::cuda) return;
   if (device == "cpu")
     spdlog::info("training on the CPU backend: --device cpu");
   else

@@ -54,26 +54,10 @@ std::vector<Section> sections(const ParameterSet& params, const std::vector<Opti
   return all;
 }
 
-void write_attr(hid_t object, const char* name, hid_t type, const void* value) {
-  const std::string what = str_cat("checkpoint: attribute ", name);
-  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  hdf5_check(space.get(), what + ": H5Screate");
-  Handle attr(H5Acreate2(object, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  hdf5_check(attr.get(), what + ": H5Acreate2");
-  hdf5_check(H5Awrite(attr.get(), type, value), what + ": H5Awrite");
-  attr.close(what + ": H5Aclose");
-}
-
-void write_number(hid_t object, const char* name, int64_t value) {
-  write_attr(object, name, H5T_NATIVE_INT64, &value);
-}
-
-void write_number(hid_t object, const char* name, uint64_t value) {
-  write_attr(object, name, H5T_NATIVE_UINT64, &value);
-}
-
-void write_number(hid_t object, const char* name, double value) {
-  write_attr(object, name, H5T_NATIVE_DOUBLE, &value);
+// The meta's numbers, as core/hdf5_attributes writes and reads them, named in errors.
+template <class T>
+void write_number(hid_t object, const char* name, T value) {
+  write_number_attribute(object, name, value, str_cat("checkpoint: attribute ", name, ": "));
 }
 
 void write_text(hid_t object, const char* name, const std::string& value) {
@@ -81,16 +65,13 @@ void write_text(hid_t object, const char* name, const std::string& value) {
 }
 
 template <class T>
-T read_number(hid_t object, const std::string& where, const char* name, hid_t type) {
-  Handle attr(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
-  T value{};
-  RT_CHECK(attr.ok() && H5Aread(attr.get(), type, &value) >= 0, "checkpoint: ", where,
-           ": attribute ", name, " missing or unreadable");
-  return value;
+T read_number(hid_t object, const std::string& where, const char* name) {
+  return read_number_attribute<T>(object, name,
+                                  str_cat("checkpoint: ", where, ": attribute ", name, ": "));
 }
 
 int64_t read_int(hid_t file, const std::string& path, const char* name) {
-  return read_number<int64_t>(file, path, name, H5T_NATIVE_INT64);
+  return read_number<int64_t>(file, path, name);
 }
 
 std::vector<std::string> read_texts(hid_t file, const std::string& path, const char* name) {
@@ -165,7 +146,7 @@ void read_model(hid_t f, const std::string& path, CheckpointMeta& m) {
   ResNetConfig& c = m.model_config;
   c.depth = static_cast<int>(read_int(f, path, "model_depth"));
   c.stem = parse<Stem>("checkpoint attribute model_stem", read_text(f, path, "model_stem"));
-  c.width = read_number<double>(f, path, "model_width", H5T_NATIVE_DOUBLE);
+  c.width = read_number<double>(f, path, "model_width");
   c.classes = static_cast<int>(read_int(f, path, "model_classes"));
   c.in_channels = static_cast<int>(read_int(f, path, "model_in_channels"));
   c.zero_init_residual = read_int(f, path, "model_zero_init_residual") != 0;
@@ -227,12 +208,12 @@ CheckpointMeta read_meta(hid_t f, const std::string& path) {
   m.step = read_int(f, path, "step");
   m.epoch = read_int(f, path, "epoch");
   m.samples_in_epoch = read_int(f, path, "samples_in_epoch");
-  m.seed = read_number<uint64_t>(f, path, "seed", H5T_NATIVE_UINT64);
+  m.seed = read_number<uint64_t>(f, path, "seed");
   m.batch_per_rank = read_int(f, path, "batch_per_rank");
   m.world_size = static_cast<int>(read_int(f, path, "world_size"));
   m.accum_steps = static_cast<int>(read_int(f, path, "accum_steps"));
   m.sample_order = read_text(f, path, "sample_order");
-  m.loss_scale = read_number<double>(f, path, "loss_scale", H5T_NATIVE_DOUBLE);
+  m.loss_scale = read_number<double>(f, path, "loss_scale");
   m.loss_scale_clean_steps = static_cast<int>(read_int(f, path, "loss_scale_clean_steps"));
   m.model = read_text(f, path, "model");
   m.data = read_text(f, path, "data");
@@ -247,8 +228,7 @@ CheckpointMeta read_meta(hid_t f, const std::string& path) {
   const std::string all = checksummed_text(m, format);
   RT_CHECK_AS(
       CorruptCheckpoint,
-      read_number<uint64_t>(f, path, "meta_xxh64", H5T_NATIVE_UINT64) ==
-          xxh64(all.data(), all.size()),
+      read_number<uint64_t>(f, path, "meta_xxh64") == xxh64(all.data(), all.size()),
       "checkpoint: ", path,
       ": the meta attributes do not match their checksum meta_xxh64: ", "the file is corrupt");
   return m;
@@ -287,8 +267,7 @@ void read_verified(hid_t file, const std::string& path, const std::string& name,
       CorruptCheckpoint,
       H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
       "checkpoint: ", path, ": dataset ", name, " unreadable (truncated?)");
-  const auto stored =
-      read_number<uint64_t>(ds.get(), path + ": dataset " + name, "xxh64", H5T_NATIVE_UINT64);
+  const auto stored = read_number<uint64_t>(ds.get(), path + ": dataset " + name, "xxh64");
   const uint64_t computed = xxh64(values.data(), values.size() * sizeof(float));
   RT_CHECK_AS(CorruptCheckpoint, stored == computed, "checkpoint: ", path, ": dataset ", name,
               " does not match its checksum (xxh64 stored ", hex64(stored), ", computed ",

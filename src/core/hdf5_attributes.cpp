@@ -120,7 +120,56 @@ struct OpenAttribute {
   size_t count = 0;
 };
 
+template <class T>
+hid_t native_type();
+template <>
+hid_t native_type<int64_t>() {
+  return H5T_NATIVE_INT64;
+}
+template <>
+hid_t native_type<uint64_t>() {
+  return H5T_NATIVE_UINT64;
+}
+template <>
+hid_t native_type<double>() {
+  return H5T_NATIVE_DOUBLE;
+}
+
+template <class T>
+void write_scalar(hid_t object, const std::string& name, T value, const std::string& what) {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  hdf5_check(space.get(), what + "H5Screate");
+  write_attribute(object, name, native_type<T>(), native_type<T>(), space.get(), &value, 1, what);
+}
+
 }  // namespace
+
+void write_number_attribute(hid_t object, const std::string& name, int64_t value,
+                            const std::string& what) {
+  write_scalar(object, name, value, what);
+}
+
+void write_number_attribute(hid_t object, const std::string& name, uint64_t value,
+                            const std::string& what) {
+  write_scalar(object, name, value, what);
+}
+
+void write_number_attribute(hid_t object, const std::string& name, double value,
+                            const std::string& what) {
+  write_scalar(object, name, value, what);
+}
+
+template <class T>
+T read_number_attribute(hid_t object, const std::string& name, const std::string& what) {
+  const OpenAttribute a(object, name, what);
+  RT_CHECK(a.count == 1, what, "holds ", a.count, " values, expected one");
+  T value{};
+  RT_CHECK(H5Aread(a.attr.get(), native_type<T>(), &value) >= 0, what, "read failed (H5Aread)");
+  return value;
+}
+template int64_t read_number_attribute<int64_t>(hid_t, const std::string&, const std::string&);
+template uint64_t read_number_attribute<uint64_t>(hid_t, const std::string&, const std::string&);
+template double read_number_attribute<double>(hid_t, const std::string&, const std::string&);
 
 void write_text_attribute(hid_t object, const std::string& name, const std::string& value,
                           const std::string& what) {

@@ -77,6 +77,10 @@ void run_inference(ResNet& model, Backend& backend, const Split& split, const No
   const ImageWriter writer(split, norm, lc.pad, backend.compute_dtype(), backend.layout());
   Loader loader(split, writer, evaluation_sampler(split.count, ranks, rank), lc, backend);
   DevicePrefetcher batches(loader, backend);
+  evaluate_batches(model, batches, batch);
+}
+
+void evaluate_batches(ResNet& model, DevicePrefetcher& batches, const LogitsFn& batch) {
   batches.start_epoch(0);
   while (const DeviceBatch* b = batches.next()) batch(model.forward(b->images, false), b->labels);
 }

@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
-#include "ringtrain/distributed/device_assignment.hpp"
 #include "ringtrain/evaluation/evaluation.hpp"
+#include "ringtrain/parallel/backends.hpp"
 
 namespace ringtrain {
 namespace {
@@ -51,17 +49,11 @@ ReadImages read_images(const CheckpointMeta& meta, std::vector<Prediction>& out)
 
 std::unique_ptr<Backend> make_inference_backend(const std::string& device, int threads,
                                                 const World& world) {
-  RT_CHECK_AS(ConfigError, device == "auto" || device == "cpu" || device == "cuda", "--device ",
-              device, ": expected auto, cpu or cuda");
-  if (device == "cpu") return std::make_unique<CpuBackend>(threads);
-  const DeviceInventory devices = probe_devices();
-  if (device == "auto" && devices.cuda_devices == 0) return std::make_unique<CpuBackend>(threads);
-  RT_CHECK(devices.cuda_devices > 0, "--device cuda, but ", devices.why_none);
-  CudaOptions o;
-  o.device = assign_device(world, devices.cuda_devices);
-  o.rank = world.rank();
-  o.compute = DType::f32;
-  return make_cuda_backend(o);
+  DeviceRequest request;
+  request.kind = resolve_device(device, probe_devices());
+  request.threads = threads;
+  request.compute = DType::f32;
+  return make_backend(request, &world);
 }
 
 std::vector<uint8_t> to_grayscale(const RgbImage& image) {

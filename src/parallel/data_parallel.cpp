@@ -176,12 +176,4 @@ std::vector<LossValue> DataParallel::take_losses() {
   return total;
 }
 
-std::vector<std::unique_ptr<Backend>> cpu_backends(int devices, int threads_per_device) {
-  RT_CHECK(devices > 0, "dp: --devices must be positive, got ", devices);
-  std::vector<std::unique_ptr<Backend>> backends;
-  for (int d = 0; d < devices; ++d)
-    backends.push_back(std::make_unique<CpuBackend>(threads_per_device));
-  return backends;
-}
-
 }  // namespace ringtrain

@@ -164,8 +164,7 @@ void write_diagnosis(const std::string& path, const ProbeResults& p, const Verdi
 
 ProbeResults run_probes(const TrainConfig& requested) {
   World& world = World::get();
-  MpiCommunicator comm(world.comm(), CommOptions{requested.comm_timeout_s, false,
-                                                 requested.debug_comm_delay_ms * 1e-3});
+  MpiCommunicator comm(world.comm(), comm_options(requested));
   TrainConfig config = per_rank_config(requested, world.size());
   use_cpu_share(config, world);
   RT_CHECK_AS(ConfigError, config.mode == Mode::ddp,
@@ -173,7 +172,7 @@ ProbeResults run_probes(const TrainConfig& requested) {
   ProbeResults p;
   {
     const Dataset data = load_data(config, comm);
-    auto backend = make_backend(config, world);
+    auto backend = make_backend(device_request(config), &world);
     if (config.workers == limits::kWorkersAuto)
       config.workers = choose_workers(config, data, world, *backend);
     p.workers = config.workers;

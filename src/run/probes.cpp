@@ -7,7 +7,6 @@
 
 #include "ringtrain/core/clock.hpp"
 #include "ringtrain/data/device_prefetcher.hpp"
-#include "ringtrain/distributed/nccl_communicator.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/make_optimizer.hpp"
 #include "ringtrain/run/setup.hpp"
@@ -36,11 +35,8 @@ double loader_probe(const TrainConfig& c, const Dataset& data, const World& worl
 
 ComputeProbe compute_probe(const TrainConfig& c, const Dataset& data, const World& world,
                            Backend& backend) {
-  ResNetConfig mc = c.model;
-  mc.in_channels = data.train.channels;
-  mc.classes = data.classes();
   ComputeProbe p;
-  p.model = std::make_unique<ResNet>(mc, backend, DType::f32, c.seed);
+  p.model = std::make_unique<ResNet>(model_config(c, data), backend, DType::f32, c.seed);
   ParameterSet& params = p.model->parameters();
   const std::unique_ptr<Optimizer> optimizer = make_optimizer(c.optim, params, backend);
   TrainConfig one_batch = c;
@@ -71,10 +67,8 @@ ComputeProbe compute_probe(const TrainConfig& c, const Dataset& data, const Worl
 
 double allreduce_probe(const TrainConfig& c, const World& world, Backend& backend,
                        Communicator& mpi, Tensor& grads) {
-  std::unique_ptr<Communicator> nccl;
-  if (c.device == DeviceKind::cuda)
-    nccl = make_nccl_communicator(world.comm(), backend, CommOptions{c.comm_timeout_s});
-  Communicator& comm = nccl ? *nccl : mpi;
+  GradientCommunicator gradients(c, world, backend, mpi);
+  Communicator& comm = gradients.get();
   std::vector<double> times;
   for (int i = 0; i < kAllReduces; ++i) {
     comm.barrier();

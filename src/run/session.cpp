@@ -14,7 +14,6 @@
 #include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/provenance.hpp"
 #include "ringtrain/data/sampler.hpp"
-#include "ringtrain/distributed/nccl_communicator.hpp"
 #include "ringtrain/exchange/model_export.hpp"
 #include "ringtrain/optim/make_optimizer.hpp"
 #include "ringtrain/run/probes.hpp"
@@ -69,8 +68,7 @@ LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
 
 TrainSession::TrainSession(const TrainConfig& requested)
     : world(World::get()),
-      comm(world.comm(), CommOptions{requested.comm_timeout_s, requested.debug_collectives,
-                                     requested.debug_comm_delay_ms * 1e-3}),
+      comm(world.comm(), comm_options(requested)),
       config(per_rank_config(requested, world.size())) {
   if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
   if (world.size() > 1) {
@@ -83,9 +81,7 @@ TrainSession::TrainSession(const TrainConfig& requested)
   use_cpu_share(config, world);
   delay_startup(config);
   data = load_data(config, comm);
-  model_config = config.model;
-  model_config.in_channels = data.train.channels;
-  model_config.classes = data.classes();
+  model_config = ringtrain::model_config(config, data);
   build_model();
   build_gradient_sync();
   build_loaders();
@@ -103,9 +99,9 @@ void TrainSession::build_model() {
                 "train: --mode dp drives every device from one process; run it without mpirun "
                 "(this job has ",
                 world.size(), " ranks)");
-    dp.emplace(model_config, make_dp_backends(config), config.seed);
+    dp.emplace(model_config, make_backends(device_request(config), &world), config.seed);
   } else {
-    own_backend = make_backend(config, world);
+    own_backend = make_backend(device_request(config), &world);
     own_model = std::make_unique<ResNet>(model_config, *own_backend, DType::f32, config.seed);
   }
   // Note: every rank reads the same file (as --resume does) and resume() then broadcasts rank
@@ -119,10 +115,8 @@ void TrainSession::build_model() {
 // on the CPU.
 void TrainSession::build_gradient_sync() {
   if (world.size() == 1) return;
-  if (config.device == DeviceKind::cuda)
-    nccl = make_nccl_communicator(world.comm(), backend(),
-                                  CommOptions{config.comm_timeout_s, config.debug_collectives});
-  Communicator& grad_comm = nccl ? *nccl : comm;
+  gradients.emplace(config, world, backend(), comm);
+  Communicator& grad_comm = gradients->get();
   if (config.sync_bn) model().set_sync_batch_norm(&grad_comm);
   ddp.emplace(
       model().parameters(), grad_comm, backend(),
@@ -206,7 +200,7 @@ std::string TrainSession::device_name() {
     return str_cat("DataParallel over ", config.devices, " CUDA devices",
                    config.dp_share_device ? " all on cuda:0 (--dp-share-device, a test aid)" : "",
                    ", device 0 ", backend().name());
-  return describe_backend(backend());
+  return backend().description();
 }
 
 std::vector<std::string> TrainSession::device_names() {

@@ -6,15 +6,13 @@
 #include <cmath>
 #include <filesystem>
 
-#include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/checked_math.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/sampler.hpp"
 #include "ringtrain/data/streaming_loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
-#include "ringtrain/distributed/device_assignment.hpp"
+#include "ringtrain/distributed/nccl_communicator.hpp"
 #include "ringtrain/distributed/world.hpp"
 #include "ringtrain/parallel/data_parallel.hpp"
 
@@ -194,39 +192,34 @@ std::string conv_algo_cache_path(const TrainConfig& c) {
   return (std::filesystem::path(c.checkpoint_dir) / "conv_algos.json").string();
 }
 
-std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world) {
-  if (c.device == DeviceKind::cpu) return std::make_unique<CpuBackend>(c.threads);
-  const DeviceInventory devices = probe_devices();
-  RT_CHECK(devices.cuda_devices > 0, "train: --device cuda, but ", devices.why_none);
-  CudaOptions o;
-  o.device = assign_device(world, devices.cuda_devices);
-  o.rank = world.rank();
-  o.compute = compute_dtype(c.amp);
-  o.deterministic = c.deterministic;
-  o.conv_algo_cache = conv_algo_cache_path(c);
-  return make_cuda_backend(o);
+ResNetConfig model_config(const TrainConfig& c, const Dataset& data) {
+  ResNetConfig mc = c.model;
+  mc.in_channels = data.train.channels;
+  mc.classes = data.classes();
+  return mc;
 }
 
-std::vector<std::unique_ptr<Backend>> make_dp_backends(const TrainConfig& c) {
-  if (c.device == DeviceKind::cpu)
-    return cpu_backends(c.devices, std::max(1, c.threads / c.devices));
-  std::vector<std::unique_ptr<Backend>> backends;
-  for (int d = 0; d < c.devices; ++d) {
-    CudaOptions o;
-    o.device = c.dp_share_device ? 0 : d;
-    o.compute = compute_dtype(c.amp);
-    o.deterministic = c.deterministic;
-    o.conv_algo_cache = conv_algo_cache_path(c);
-    backends.push_back(make_cuda_backend(o));
-  }
-  return backends;
+CommOptions comm_options(const TrainConfig& c) {
+  return CommOptions{c.comm_timeout_s, c.debug_collectives, c.debug_comm_delay_ms * 1e-3};
 }
 
-std::string describe_backend(Backend& backend) {
-  if (auto* cpu = dynamic_cast<CpuBackend*>(&backend))
-    return str_cat(cpu->name(), " with ", cpu->threads(),
-                   " threads per rank (oneDNN kernels up to ", CpuBackend::kernel_isa(), ")");
-  return backend.name();
+GradientCommunicator::GradientCommunicator(const TrainConfig& c, const World& world,
+                                           Backend& backend, Communicator& mpi)
+    : nccl_(c.device == DeviceKind::cuda
+                ? make_nccl_communicator(world.comm(), backend, comm_options(c))
+                : nullptr),
+      mpi_(mpi) {}
+
+DeviceRequest device_request(const TrainConfig& c) {
+  DeviceRequest r;
+  r.kind = c.device;
+  r.replicas = c.mode == Mode::dp ? c.devices : 1;
+  r.share_device = c.dp_share_device;
+  r.threads = c.threads;
+  r.compute = compute_dtype(c.amp);
+  r.deterministic = c.deterministic;
+  r.conv_algo_cache = conv_algo_cache_path(c);
+  return r;
 }
 
 }  // namespace ringtrain

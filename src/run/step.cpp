@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "ringtrain/evaluation/evaluation.hpp"
+
 namespace ringtrain {
 namespace {
 
@@ -62,17 +64,15 @@ std::vector<BatchResult> take_step_losses(TrainSession& s) {
 EvalSums evaluate(TrainSession& s) {
   EvalSums sums;
   Backend& backend = s.backend();
-  s.test_batches->start_epoch(0);
   const int64_t batches = s.test_loader->batches_per_epoch();
   int64_t done = 0;
-  while (const DeviceBatch* b = s.test_batches->next()) {
-    const int64_t n = b->images.dim(0);
-    const Tensor& logits = s.model().forward(b->images, false);
-    sums.loss += backend.softmax_cross_entropy(logits, b->labels, 0.0f, nullptr, 1.0) * n;
-    sums.correct += static_cast<double>(backend.count_correct(logits, b->labels));
+  evaluate_batches(s.model(), *s.test_batches, [&](const Tensor& logits, const Tensor& labels) {
+    const int64_t n = logits.dim(0);
+    sums.loss += backend.softmax_cross_entropy(logits, labels, 0.0f, nullptr, 1.0) * n;
+    sums.correct += static_cast<double>(backend.count_correct(logits, labels));
     sums.count += static_cast<double>(n);
     s.report->evaluation_progress(++done, batches);
-  }
+  });
   return sums;
 }
 

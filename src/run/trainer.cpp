@@ -147,7 +147,7 @@ void write_trace(TrainSession& s) {
   clock.offset_s = s.profiler->origin_unix_s() - clock.zero_unix_s;
   TraceRows rows;
   rows.phases = s.profiler->events();
-  rows.device_label = describe_backend(s.backend());
+  rows.device_label = s.backend().description();
   rows.host_row = true;
   if (s.ddp) rows.all_reduces = s.ddp->traced();
   rows.loader = s.train_source.batches->batch_lanes();

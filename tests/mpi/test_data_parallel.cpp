@@ -9,12 +9,21 @@
 #include "ringtrain/distributed/world.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
+#include "ringtrain/parallel/backends.hpp"
 #include "ringtrain/parallel/data_parallel.hpp"
 #include "ringtrain/parallel/ddp.hpp"
 #include "shard_batch.hpp"
 
 namespace ringtrain {
 namespace {
+
+// DataParallel's replicas on the CPU, a thread each.
+DeviceRequest cpu_replicas(int devices) {
+  DeviceRequest r;
+  r.replicas = devices;
+  r.threads = devices;
+  return r;
+}
 
 constexpr int kChunk = 4;
 
@@ -38,7 +47,7 @@ TEST(DataParallel, TwoDevicesEqualDdpWithTwoRanks) {
   ddp.broadcast_state();
   Sgd ddp_sgd(ddp_model.parameters(), backend, sc);
 
-  DataParallel dp(mc, cpu_backends(2, 1), 11);
+  DataParallel dp(mc, make_backends(cpu_replicas(2), nullptr), 11);
   Sgd dp_sgd(dp.primary().parameters(), dp.primary_backend(), sc);
 
   for (int step = 0; step < 3; ++step) {

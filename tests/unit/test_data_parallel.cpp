@@ -14,6 +14,14 @@
 namespace ringtrain {
 namespace {
 
+// DataParallel's replicas on the CPU, a thread each.
+DeviceRequest cpu_replicas(int devices) {
+  DeviceRequest r;
+  r.replicas = devices;
+  r.threads = devices;
+  return r;
+}
+
 ResNetConfig tiny_resnet() {
   ResNetConfig mc;
   mc.depth = 18;
@@ -37,7 +45,7 @@ void check_equals_chunks_in_turn(int devices) {
   CpuBackend backend(1);
   ResNet reference(mc, backend, DType::f32, 7);
   Sgd reference_sgd(reference.parameters(), backend, OptimizerConfig{});
-  DataParallel dp(mc, cpu_backends(devices, 1), 7);
+  DataParallel dp(mc, make_backends(cpu_replicas(devices), nullptr), 7);
   Sgd dp_sgd(dp.primary().parameters(), dp.primary_backend(), OptimizerConfig{});
   for (int step = 0; step < 2; ++step) {
     Tensor x, y;
@@ -84,7 +92,7 @@ PhaseTimes one_step_phases(DataParallel* dp) {
 }
 
 TEST(DataParallel, EveryPhaseOfAStepIsRecordedApart) {
-  DataParallel dp(tiny_resnet(), cpu_backends(2, 1), 7);
+  DataParallel dp(tiny_resnet(), make_backends(cpu_replicas(2), nullptr), 7);
   const PhaseTimes t = one_step_phases(&dp);
   for (Phase p : {Phase::replicate, Phase::scatter, Phase::forward, Phase::backward, Phase::comm})
     EXPECT_GT(t[static_cast<int>(p)], 0.0) << phase_name(p);

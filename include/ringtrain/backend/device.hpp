@@ -14,6 +14,9 @@ class Device {
 
   virtual DeviceId device_id() const = 0;
   virtual std::string name() const = 0;
+  // The device in a user's words, for the start-up line and the summary: its name, and for the
+  // CPU its threads and kernel level.
+  virtual std::string description() const { return name(); }
   // The dtype activations are computed in (f32 for the CPU reference).
   virtual DType compute_dtype() const = 0;
   virtual Layout layout() const = 0;

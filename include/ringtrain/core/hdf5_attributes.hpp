@@ -18,6 +18,17 @@ void write_text_attribute(hid_t object, const std::string& name, const std::stri
 // same name beside the object's attributes. read_text_list reads either.
 void write_texts_attribute(hid_t object, const std::string& name,
                            const std::vector<std::string>& values, const std::string& what);
+// A scalar number, stored in the type of `value`: int64, uint64 or float64.
+void write_number_attribute(hid_t object, const std::string& name, int64_t value,
+                            const std::string& what);
+void write_number_attribute(hid_t object, const std::string& name, uint64_t value,
+                            const std::string& what);
+void write_number_attribute(hid_t object, const std::string& name, double value,
+                            const std::string& what);
+// A scalar number attribute read as T (int64_t, uint64_t or double), converted by HDF5 from
+// the stored type; throws naming it (`what`) when it is missing, not a scalar, or unreadable.
+template <class T>
+T read_number_attribute(hid_t object, const std::string& name, const std::string& what);
 // A [n] float64 vector.
 void write_numbers_attribute(hid_t object, const std::string& name,
                              const std::vector<double>& values, const std::string& what);

@@ -9,6 +9,7 @@
 #include "ringtrain/checkpoint/checkpoint.hpp"
 #include "ringtrain/data/augment.hpp"
 #include "ringtrain/data/dataset.hpp"
+#include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/distributed/communicator.hpp"
 #include "ringtrain/nn/resnet.hpp"
 
@@ -61,6 +62,9 @@ struct EvalSettings {
 // loader's ImageWriter as training's evaluation does. batch(logits, labels) is called for each
 // batch with the device's tensors, valid during the call.
 using LogitsFn = std::function<void(const Tensor& logits, const Tensor& labels)>;
+// The evaluation loop, of `ringtrain eval` and of training's test after each epoch: `model` in
+// inference mode over every batch `batches` gives from the start of an epoch.
+void evaluate_batches(ResNet& model, DevicePrefetcher& batches, const LogitsFn& batch);
 void run_inference(ResNet& model, Backend& backend, const Split& split, const Normalization& norm,
                    const EvalSettings& settings, int ranks, int rank, const LogitsFn& batch);
 

@@ -60,7 +60,4 @@ class DataParallel {
   Tensor staging_;  // on device 0: one replica's gradients on their way into the sum
 };
 
-// One CPU backend per replica, as `--mode dp --device cpu` makes them.
-std::vector<std::unique_ptr<Backend>> cpu_backends(int devices, int threads_per_device);
-
 }  // namespace ringtrain

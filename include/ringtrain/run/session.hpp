@@ -58,7 +58,7 @@ class TrainSession {
   std::optional<DataParallel> dp;
   std::unique_ptr<Backend> own_backend;
   std::unique_ptr<ResNet> own_model;
-  std::unique_ptr<Communicator> nccl;  // gradients and SyncBatchNorm sums on CUDA
+  std::optional<GradientCommunicator> gradients;  // DDP's: NCCL on CUDA, `comm` on the CPU
   std::optional<DistributedDataParallel> ddp;
   std::unique_ptr<Optimizer> optimizer;
   std::optional<LossScaler> scaler;

@@ -12,7 +12,9 @@
 #include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/data/loader.hpp"
 #include "ringtrain/distributed/communicator.hpp"
+#include "ringtrain/distributed/mpi_communicator.hpp"
 #include "ringtrain/distributed/world.hpp"
+#include "ringtrain/parallel/backends.hpp"
 #include "ringtrain/run_config/config.hpp"
 
 namespace ringtrain {
@@ -62,12 +64,29 @@ void use_cpu_share(TrainConfig& c, const World& world);
 // The conv algorithm cache file of a run: --conv-algo-cache, by default conv_algos.json in the
 // checkpoint folder; "" for --conv-algo-cache none.
 std::string conv_algo_cache_path(const TrainConfig& c);
-// This rank's backend: the CPU, or the CUDA device of its local rank (see assign_device).
-std::unique_ptr<Backend> make_backend(const TrainConfig& c, const World& world);
-// --mode dp's backends: one CPU backend per replica (the --threads shared out), or one CUDA
-// backend per device (all on device 0 with --dp-share-device).
-std::vector<std::unique_ptr<Backend>> make_dp_backends(const TrainConfig& c);
-// "cpu with 2 threads per rank", or the CUDA backend's name.
-std::string describe_backend(Backend& backend);
+// What this rank trains on (make_backends makes it): its CPU share or its GPU by local rank, or
+// --mode dp's replicas, one per device (all on device 0 with --dp-share-device), in the
+// --amp compute dtype.
+DeviceRequest device_request(const TrainConfig& c);
+
+// The model a run trains: --depth, --width and --stem, with the input channels and the classes
+// of the data.
+ResNetConfig model_config(const TrainConfig& c, const Dataset& data);
+
+// The communicators' settings: --comm-timeout, --debug-collectives, --debug-comm-delay-ms.
+CommOptions comm_options(const TrainConfig& c);
+
+// What carries gradients and SyncBatchNorm sums: NCCL on CUDA (made for them, owned here), the
+// job's MPI communicator on the CPU.
+class GradientCommunicator {
+ public:
+  GradientCommunicator(const TrainConfig& c, const World& world, Backend& backend,
+                       Communicator& mpi);
+  Communicator& get() { return nccl_ ? *nccl_ : mpi_; }
+
+ private:
+  std::unique_ptr<Communicator> nccl_;
+  Communicator& mpi_;
+};
 
 }  // namespace ringtrain

@@ -1,6 +1,6 @@
 // The CPU backend's device services: memory, copies, casts and the host clock. Its ops live
 // beside it, one file per kind, named as the CUDA backend's: conv.cpp, batch_norm.cpp, pool.cpp,
-// classifier.cpp, loss.cpp, elementwise.cpp, augment.cpp, sgd.cpp.
+// classifier.cpp, loss.cpp, elementwise.cpp, augment.cpp, optimizer.cpp.
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 
 #include <cblas.h>
@@ -26,6 +26,11 @@ CpuBackend::CpuBackend(int threads)
 }
 
 CpuBackend::~CpuBackend() = default;
+
+std::string CpuBackend::description() const {
+  return str_cat(name(), " with ", threads(), " threads per rank (oneDNN kernels up to ",
+                 kernel_isa(), ")");
+}
 
 Tensor CpuBackend::zeros(const Shape& shape, DType dtype) {
   return Tensor::zeros(shape, dtype);

@@ -22,6 +22,8 @@ class CpuBackend final : public Backend {
 
   DeviceId device_id() const override { return DeviceId{}; }
   std::string name() const override { return "cpu"; }
+  // "cpu with 2 threads per rank (oneDNN kernels up to avx2)".
+  std::string description() const override;
   DType compute_dtype() const override { return DType::f32; }
   Layout layout() const override { return Layout::nchw; }
   int threads() const { return pool_.size() + 1; }
