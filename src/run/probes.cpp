@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "ringtrain/core/clock.hpp"
-#include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/distributed/nccl_communicator.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/make_optimizer.hpp"
 #include "ringtrain/run/setup.hpp"
