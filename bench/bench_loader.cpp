@@ -13,8 +13,8 @@
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/data/loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/loader/loader.hpp"
 #include "timing.hpp"
 
 using namespace ringtrain;

@@ -14,9 +14,9 @@
 
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
-#include "ringtrain/data/device_prefetcher.hpp"
-#include "ringtrain/data/loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
+#include "ringtrain/loader/loader.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/prof/report.hpp"

@@ -29,6 +29,8 @@ LAYERS = [
     ["prof", "distributed"],
     ["nn"],
     ["optim", "data"],
+    ["loader"],
+    ["import"],
     ["parallel"],
     ["run_config"],
     ["checkpoint", "report"],

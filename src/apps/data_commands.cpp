@@ -10,9 +10,9 @@
 #include "ringtrain/checkpoint/checkpoint.hpp"
 #include "ringtrain/core/cpus.hpp"
 #include "ringtrain/core/input_file.hpp"
-#include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/provenance.hpp"
+#include "ringtrain/import/cifar10_bin.hpp"
 #include "ringtrain/run_config/config.hpp"
 
 namespace ringtrain::cli {

@@ -3,9 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "ringtrain/data/cifar10_archive.hpp"
-#include "ringtrain/data/image_folder.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/import/cifar10_archive.hpp"
+#include "ringtrain/import/image_folder.hpp"
 
 namespace ringtrain::cli {
 

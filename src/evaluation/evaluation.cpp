@@ -5,9 +5,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "ringtrain/data/device_prefetcher.hpp"
-#include "ringtrain/data/loader.hpp"
-#include "ringtrain/data/sampler.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
+#include "ringtrain/loader/loader.hpp"
+#include "ringtrain/loader/sampler.hpp"
 
 namespace ringtrain {
 

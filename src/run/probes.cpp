@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "ringtrain/core/clock.hpp"
-#include "ringtrain/data/device_prefetcher.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/make_optimizer.hpp"
 #include "ringtrain/run/setup.hpp"

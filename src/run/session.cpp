@@ -13,8 +13,8 @@
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/provenance.hpp"
-#include "ringtrain/data/sampler.hpp"
 #include "ringtrain/exchange/model_export.hpp"
+#include "ringtrain/loader/sampler.hpp"
 #include "ringtrain/optim/make_optimizer.hpp"
 #include "ringtrain/run/probes.hpp"
 

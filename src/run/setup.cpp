@@ -9,11 +9,11 @@
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/checked_math.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/data/sampler.hpp"
-#include "ringtrain/data/streaming_loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/distributed/nccl_communicator.hpp"
 #include "ringtrain/distributed/world.hpp"
+#include "ringtrain/loader/sampler.hpp"
+#include "ringtrain/loader/streaming_loader.hpp"
 #include "ringtrain/parallel/data_parallel.hpp"
 
 namespace ringtrain {

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "ringtrain/data/augment.hpp"
-#include "ringtrain/data/device_prefetcher.hpp"
-#include "ringtrain/data/loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/loader/augment.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
+#include "ringtrain/loader/loader.hpp"
 
 namespace ringtrain::test {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ringtrain/backend/backend.hpp"
-#include "ringtrain/data/augment.hpp"
+#include "ringtrain/loader/augment.hpp"
 #include "ringtrain/nn/resnet.hpp"
 
 namespace ringtrain::test {

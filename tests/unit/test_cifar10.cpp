@@ -7,8 +7,8 @@
 #include <random>
 
 #include "ringtrain/core/error.hpp"
-#include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
+#include "ringtrain/import/cifar10_bin.hpp"
 
 namespace ringtrain {
 namespace {

@@ -13,10 +13,10 @@
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/hash.hpp"
 #include "ringtrain/core/version.hpp"
-#include "ringtrain/data/cifar10_archive.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/provenance.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/import/cifar10_archive.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

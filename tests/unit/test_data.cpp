@@ -8,12 +8,12 @@
 #include "../support/bad_datasets.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/core/error.hpp"
-#include "ringtrain/data/augment.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/data/loader.hpp"
-#include "ringtrain/data/sampler.hpp"
-#include "ringtrain/data/streaming_loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/loader/augment.hpp"
+#include "ringtrain/loader/loader.hpp"
+#include "ringtrain/loader/sampler.hpp"
+#include "ringtrain/loader/streaming_loader.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

@@ -9,10 +9,10 @@
 #include "../support/prefetched_batches.hpp"
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/backend/crop.hpp"
-#include "ringtrain/data/augment.hpp"
-#include "ringtrain/data/device_prefetcher.hpp"
-#include "ringtrain/data/loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/loader/augment.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
+#include "ringtrain/loader/loader.hpp"
 
 namespace ringtrain {
 namespace {

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
-#include "ringtrain/data/loader.hpp"
 #include "ringtrain/data/synthetic.hpp"
+#include "ringtrain/loader/loader.hpp"
 #include "ringtrain/nn/linear.hpp"
 #include "ringtrain/parallel/ddp.hpp"
 

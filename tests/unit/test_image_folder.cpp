@@ -15,10 +15,10 @@
 #include "ringtrain/core/hash.hpp"
 #include "ringtrain/core/hdf5_file.hpp"
 #include "ringtrain/core/version.hpp"
-#include "ringtrain/data/augment.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/data/image_decode.hpp"
-#include "ringtrain/data/image_folder.hpp"
+#include "ringtrain/import/image_decode.hpp"
+#include "ringtrain/import/image_folder.hpp"
+#include "ringtrain/loader/augment.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {

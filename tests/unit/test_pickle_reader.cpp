@@ -6,7 +6,7 @@
 #include <string>
 
 #include "ringtrain/core/error.hpp"
-#include "ringtrain/data/pickle_reader.hpp"
+#include "ringtrain/import/pickle_reader.hpp"
 
 namespace ringtrain {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/error.hpp"
-#include "ringtrain/data/augment.hpp"
+#include "ringtrain/loader/augment.hpp"
 #include "ringtrain/nn/parameters.hpp"
 #include "ringtrain/nn/resnet.hpp"
 #include "ringtrain/optim/optimizer.hpp"

@@ -7,10 +7,10 @@
 
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/checkpoint/checkpoint.hpp"
-#include "ringtrain/data/augment.hpp"
 #include "ringtrain/data/dataset.hpp"
-#include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/distributed/communicator.hpp"
+#include "ringtrain/loader/augment.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
 #include "ringtrain/nn/resnet.hpp"
 
 namespace ringtrain {

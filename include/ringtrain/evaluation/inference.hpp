@@ -8,8 +8,8 @@
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/checkpoint/model_file.hpp"
 #include "ringtrain/data/dataset.hpp"
-#include "ringtrain/data/image_decode.hpp"
 #include "ringtrain/distributed/world.hpp"
+#include "ringtrain/import/image_decode.hpp"
 
 namespace ringtrain {
 

@@ -3,8 +3,8 @@
 #include <optional>
 
 #include "ringtrain/checkpoint/checkpointer.hpp"
-#include "ringtrain/data/device_prefetcher.hpp"
 #include "ringtrain/distributed/mpi_communicator.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
 #include "ringtrain/optim/loss_scaler.hpp"
 #include "ringtrain/optim/lr_schedule.hpp"
 #include "ringtrain/optim/optimizer.hpp"

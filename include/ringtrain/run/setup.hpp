@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "ringtrain/backend/backend.hpp"
-#include "ringtrain/data/augment.hpp"
-#include "ringtrain/data/batch_source.hpp"
 #include "ringtrain/data/dataset.hpp"
-#include "ringtrain/data/device_prefetcher.hpp"
-#include "ringtrain/data/loader.hpp"
 #include "ringtrain/distributed/communicator.hpp"
 #include "ringtrain/distributed/mpi_communicator.hpp"
 #include "ringtrain/distributed/world.hpp"
+#include "ringtrain/loader/augment.hpp"
+#include "ringtrain/loader/batch_source.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
+#include "ringtrain/loader/loader.hpp"
 #include "ringtrain/parallel/backends.hpp"
 #include "ringtrain/run_config/config.hpp"
 

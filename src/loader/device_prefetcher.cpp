@@ -1,4 +1,4 @@
-#include "ringtrain/data/device_prefetcher.hpp"
+#include "ringtrain/loader/device_prefetcher.hpp"
 
 #include <spdlog/spdlog.h>
 

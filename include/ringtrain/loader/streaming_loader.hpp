@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "ringtrain/data/loader.hpp"
+#include "ringtrain/loader/loader.hpp"
 
 namespace ringtrain {
 

@@ -1,4 +1,4 @@
-#include "ringtrain/data/augment.hpp"
+#include "ringtrain/loader/augment.hpp"
 
 #include <algorithm>
 #include <cmath>

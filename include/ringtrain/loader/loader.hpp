@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "ringtrain/backend/device.hpp"
-#include "ringtrain/data/augment.hpp"
-#include "ringtrain/data/batch_source.hpp"
-#include "ringtrain/data/sampler.hpp"
+#include "ringtrain/loader/augment.hpp"
+#include "ringtrain/loader/batch_source.hpp"
+#include "ringtrain/loader/sampler.hpp"
 
 namespace ringtrain {
 

@@ -1,4 +1,4 @@
-#include "ringtrain/data/pickle_reader.hpp"
+#include "ringtrain/import/pickle_reader.hpp"
 
 #include <cstdio>
 #include <unordered_map>

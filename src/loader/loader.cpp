@@ -1,4 +1,4 @@
-#include "ringtrain/data/loader.hpp"
+#include "ringtrain/loader/loader.hpp"
 
 #include <chrono>
 #include <thread>

@@ -1,4 +1,4 @@
-#include "ringtrain/data/cifar10_archive.hpp"
+#include "ringtrain/import/cifar10_archive.hpp"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -13,10 +13,10 @@
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/md5.hpp"
 #include "ringtrain/core/output_file.hpp"
-#include "ringtrain/data/cifar10_bin.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/data/pickle_reader.hpp"
 #include "ringtrain/data/provenance.hpp"
+#include "ringtrain/import/cifar10_bin.hpp"
+#include "ringtrain/import/pickle_reader.hpp"
 
 namespace ringtrain {
 namespace {

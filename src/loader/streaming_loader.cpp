@@ -1,4 +1,4 @@
-#include "ringtrain/data/streaming_loader.hpp"
+#include "ringtrain/loader/streaming_loader.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "ringtrain/data/sampler.hpp"
+#include "ringtrain/loader/sampler.hpp"
 
 #include <numeric>
 #include <random>

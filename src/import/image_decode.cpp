@@ -1,4 +1,4 @@
-#include "ringtrain/data/image_decode.hpp"
+#include "ringtrain/import/image_decode.hpp"
 
 #include <fcntl.h>
 #include <png.h>

@@ -1,4 +1,4 @@
-#include "ringtrain/data/image_folder.hpp"
+#include "ringtrain/import/image_folder.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -19,8 +19,8 @@
 #include "ringtrain/core/output_file.hpp"
 #include "ringtrain/core/thread_pool.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/data/image_decode.hpp"
 #include "ringtrain/data/provenance.hpp"
+#include "ringtrain/import/image_decode.hpp"
 
 namespace ringtrain {
 namespace {

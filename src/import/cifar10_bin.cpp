@@ -1,4 +1,4 @@
-#include "ringtrain/data/cifar10_bin.hpp"
+#include "ringtrain/import/cifar10_bin.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/input_file.hpp"
-#include "ringtrain/data/augment.hpp"
+#include "ringtrain/loader/augment.hpp"
 
 namespace ringtrain {
 namespace {

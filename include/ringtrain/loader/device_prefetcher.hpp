@@ -1,7 +1,7 @@
 #pragma once
 #include "ringtrain/backend/backend.hpp"
-#include "ringtrain/data/augment.hpp"
-#include "ringtrain/data/batch_source.hpp"
+#include "ringtrain/loader/augment.hpp"
+#include "ringtrain/loader/batch_source.hpp"
 #include "ringtrain/prof/step_profiler.hpp"
 
 namespace ringtrain {
