@@ -83,7 +83,6 @@ TrainSession::TrainSession(const TrainConfig& requested)
   data = load_data(config, comm);
   model_config = ringtrain::model_config(config, data);
   build_model();
-  build_gradient_sync();
   build_loaders();
   if (config.profile == ProfileMode::trace) trace_host_spans();
   build_length();
@@ -94,33 +93,12 @@ TrainSession::TrainSession(const TrainConfig& requested)
 }
 
 void TrainSession::build_model() {
-  if (config.mode == Mode::dp) {
-    RT_CHECK_AS(ConfigError, world.size() == 1,
-                "train: --mode dp drives every device from one process; run it without mpirun "
-                "(this job has ",
-                world.size(), " ranks)");
-    dp.emplace(model_config, make_backends(device_request(config), &world), config.seed);
-  } else {
-    own_backend = make_backend(device_request(config), &world);
-    own_model = std::make_unique<ResNet>(model_config, *own_backend, DType::f32, config.seed);
-  }
+  strategy = make_strategy(config, model_config, world, comm);
   // Note: every rank reads the same file (as --resume does) and resume() then broadcasts rank
   // 0's state; DataParallel copies replica 0's weights to the others before every step.
   if (!config.init_from.empty()) init_from(config.init_from, backend(), model().parameters());
   optimizer = make_optimizer(config.optim, model().parameters(), backend());
   scaler.emplace(backend().compute_dtype() == DType::f16);
-}
-
-// DDP over several ranks: gradients and SyncBatchNorm sums travel over NCCL on CUDA, over MPI
-// on the CPU.
-void TrainSession::build_gradient_sync() {
-  if (world.size() == 1) return;
-  gradients.emplace(config, world, backend(), comm);
-  Communicator& grad_comm = gradients->get();
-  if (config.sync_bn) model().set_sync_batch_norm(&grad_comm);
-  ddp.emplace(
-      model().parameters(), grad_comm, backend(),
-      DdpConfig{config.bucket_cap_mb, 1.0, config.overlap, config.grad_comm == GradComm::bf16});
 }
 
 void TrainSession::build_loaders() {
@@ -146,13 +124,13 @@ void TrainSession::build_loaders() {
 
 void TrainSession::trace_host_spans() {
   train_source.batches->trace_batches(profiler->clock());
-  if (ddp) ddp->trace_buckets(&*profiler);
+  strategy->trace_communication(&*profiler);
 }
 
 std::vector<std::string> TrainSession::gpus_in_use() {
   std::vector<int> devices;
-  for (int r = 0; r < (dp ? dp->devices() : 1); ++r) {
-    const int index = (dp ? dp->backend(r) : backend()).device_id().index;
+  for (Backend* b : strategy->backends()) {
+    const int index = b->device_id().index;
     if (std::find(devices.begin(), devices.end(), index) == devices.end())
       devices.push_back(index);  // --dp-share-device: every replica on one
   }
@@ -194,27 +172,20 @@ void TrainSession::log_start() {
 }
 
 std::string TrainSession::device_name() {
-  if (dp && config.device == DeviceKind::cpu)
-    return str_cat("DataParallel over ", config.devices, " CPU devices");
-  if (dp)
-    return str_cat("DataParallel over ", config.devices, " CUDA devices",
-                   config.dp_share_device ? " all on cuda:0 (--dp-share-device, a test aid)" : "",
-                   ", device 0 ", backend().name());
-  return backend().description();
+  return strategy->device_name();
 }
 
 std::vector<std::string> TrainSession::device_names() {
   if (config.device == DeviceKind::cpu) return {cpu_model()};
-  if (!dp) return {backend().name()};
   std::vector<std::string> names;
-  for (int d = 0; d < dp->devices(); ++d) names.push_back(dp->backend(d).name());
+  for (Backend* b : strategy->backends()) names.push_back(b->name());
   return names;
 }
 
 RunPosition TrainSession::resume() {
   ParameterSet& params = model().parameters();
   const RunPosition start = checkpoints->resume(backend(), params, *optimizer, *scaler);
-  if (ddp) ddp->broadcast_state();  // rank 0's start (each rank loaded the same checkpoint)
+  strategy->share_state();  // rank 0's start (each rank loaded the same checkpoint)
   return start;
 }
 

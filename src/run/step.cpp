@@ -7,20 +7,6 @@
 #include "ringtrain/evaluation/evaluation.hpp"
 
 namespace ringtrain {
-namespace {
-
-// One micro-batch's forward and backward, on the model or DataParallel's replicas; its loss is
-// recorded on the device.
-void micro_step(TrainSession& s, const DeviceBatch& batch, const LossSettings& loss) {
-  if (s.dp) return s.dp->step(batch.images, batch.labels, loss, &*s.profiler);
-  record_forward_backward(s.model(), batch.images, batch.labels, loss, &*s.profiler);
-  if (s.ddp) {
-    s.profiler->start(Phase::comm);  // what is left of the all-reduces once backward is done
-    s.ddp->finish_gradients();
-  }
-}
-
-}  // namespace
 
 void train_step(TrainSession& s, double lr, int64_t step) {
   const int k = s.config.accum_steps;
@@ -35,8 +21,7 @@ void train_step(TrainSession& s, double lr, int64_t step) {
   for (int micro = 0; micro < k; ++micro) {
     const DeviceBatch* batch = s.train_batches->next();
     RT_CHECK(batch, "train: the loader ran out of batches in the middle of a step");
-    if (s.ddp) s.ddp->set_sync(micro + 1 == k);
-    micro_step(s, *batch, loss);
+    s.strategy->forward_backward(*batch, loss, micro + 1 == k, &*s.profiler);
   }
   s.profiler->start(Phase::optimizer);
   const bool finite = !s.scaler->enabled() || s.backend().all_finite(params.flat_grads());
@@ -49,7 +34,7 @@ void train_step(TrainSession& s, double lr, int64_t step) {
 }
 
 std::vector<BatchResult> take_step_losses(TrainSession& s) {
-  const std::vector<LossValue> micro = s.dp ? s.dp->take_losses() : s.backend().take_losses();
+  const std::vector<LossValue> micro = s.strategy->take_losses();
   const size_t k = static_cast<size_t>(s.config.accum_steps);
   RT_CHECK(micro.size() % k == 0, "train: the loss log holds ", micro.size(),
            " micro-batches, not whole steps of ", k);

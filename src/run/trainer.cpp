@@ -65,7 +65,7 @@ void evaluate_epoch(TrainSession& s, EpochMetrics& m) {
   m.test_loss = m.test_accuracy = std::nan("");
   if (!s.config.evaluate) return;
   // Ranks saw different batches, so their BN running statistics differ: evaluate rank 0's.
-  if (s.ddp) s.ddp->broadcast_buffers();
+  s.strategy->share_buffers();
   EvalSums ev = evaluate(s);
   s.comm.all_reduce_host(&ev.loss, 3, ReduceOp::sum);
   RT_CHECK(ev.count == s.data.test.count, "evaluate: ranks saw ", ev.count,
@@ -149,7 +149,7 @@ void write_trace(TrainSession& s) {
   rows.phases = s.profiler->events();
   rows.device_label = s.backend().description();
   rows.host_row = true;
-  if (s.ddp) rows.all_reduces = s.ddp->traced();
+  rows.all_reduces = s.strategy->traced_communication();
   rows.loader = s.train_source.batches->batch_lanes();
   write_chrome_trace(
       str_cat(s.config.trace_dir, "/trace_rank", s.world.rank(), ".json"), rows, s.world.rank(),

@@ -8,11 +8,10 @@
 #include "ringtrain/optim/loss_scaler.hpp"
 #include "ringtrain/optim/lr_schedule.hpp"
 #include "ringtrain/optim/optimizer.hpp"
-#include "ringtrain/parallel/data_parallel.hpp"
-#include "ringtrain/parallel/ddp.hpp"
 #include "ringtrain/prof/gpu_monitor.hpp"
 #include "ringtrain/report/run_report.hpp"
 #include "ringtrain/run/setup.hpp"
+#include "ringtrain/run/strategy.hpp"
 
 namespace ringtrain {
 
@@ -25,18 +24,18 @@ struct RunLength {
 };
 
 // Everything a training run keeps from its start to its end, built from the configuration in
-// the order a run needs it: the communicator, the data, the model (one per process, wrapped in
-// DDP over several ranks, or DataParallel's replicas in this one process), the optimizer and
-// loss scaler, the loaders, the profiler, the reporters and the checkpoints. It holds no
-// training logic: the loop (trainer.cpp) and the step (step.cpp) act on it.
+// the order a run needs it: the communicator, the data, the training strategy (the model on one
+// device, with DDP over several ranks, or DataParallel's replicas in this one process), the
+// optimizer and loss scaler, the loaders, the profiler, the reporters and the checkpoints. It holds
+// no training logic: the loop (trainer.cpp) and the step (step.cpp) act on it.
 class TrainSession {
  public:
   explicit TrainSession(const TrainConfig& requested);
   TrainSession(const TrainSession&) = delete;
   TrainSession& operator=(const TrainSession&) = delete;
 
-  ResNet& model() { return dp ? dp->primary() : *own_model; }
-  Backend& backend() { return dp ? dp->primary_backend() : *own_backend; }
+  ResNet& model() { return strategy->model(); }
+  Backend& backend() { return strategy->backend(); }
   // "cpu with 2 threads per rank", "DataParallel over 2 CPU devices" (or CUDA devices), or the
   // CUDA device.
   std::string device_name();
@@ -54,12 +53,8 @@ class TrainSession {
   MpiCommunicator comm;
   TrainConfig config;  // per rank; --workers auto resolved
   Dataset data;
-  ResNetConfig model_config;  // in_channels and classes taken from the data
-  std::optional<DataParallel> dp;
-  std::unique_ptr<Backend> own_backend;
-  std::unique_ptr<ResNet> own_model;
-  std::optional<GradientCommunicator> gradients;  // DDP's: NCCL on CUDA, `comm` on the CPU
-  std::optional<DistributedDataParallel> ddp;
+  ResNetConfig model_config;                   // in_channels and classes taken from the data
+  std::unique_ptr<TrainingStrategy> strategy;  // one device, DDP or DataParallel
   std::unique_ptr<Optimizer> optimizer;
   std::optional<LossScaler> scaler;
   TrainSource train_source;
@@ -75,7 +70,6 @@ class TrainSession {
 
  private:
   void build_model();
-  void build_gradient_sync();
   void build_loaders();
   // --profile trace: the training loader's threads and DDP's buckets record on the profiler's
   // host clock, for the trace's rows besides the phases.

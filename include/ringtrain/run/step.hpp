@@ -7,10 +7,10 @@
 namespace ringtrain {
 
 // One optimizer step at learning rate `lr`: the gradients zeroed, config.accum_steps
-// micro-batches from the training loader through record_forward_backward (DDP all-reduces
-// during the last one's backward; DataParallel runs its replicas), the fp16 loss scaler's
-// finite check and the SGD update. The losses stay on the device: the step reads no value back
-// (but fp16's finite check).
+// micro-batches from the training loader through the strategy's forward_backward (DDP
+// all-reduces during the last one's backward; DataParallel runs its replicas), the fp16 loss
+// scaler's finite check and the optimizer's update. The losses stay on the device: the step reads
+// no value back (but fp16's finite check).
 void train_step(TrainSession& s, double lr, int64_t step);
 
 // The losses of the steps run since the last call, read from the device in one wait: each
