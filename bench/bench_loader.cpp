@@ -26,7 +26,7 @@ using bench::seconds_since;
 namespace {
 
 // Median images/s over `epochs` timed epochs (an untimed first one starts the threads).
-double loader_rate(const Split& split, const ImageWriter& writer, int batch, int workers,
+double loader_rate(const Split& split, const ImageTransform& writer, int batch, int workers,
                    int epochs, Backend& backend) {
   LoaderConfig c;
   c.batch_size = batch;
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
 
   CpuBackend backend(1);
   const Normalization norm = channel_statistics(data.train);
-  const ImageWriter writer(data.train, norm, 4, DType::f32, Layout::nchw);
+  const ImageTransform writer(data.train, norm, 4, DType::f32, Layout::nchw);
 
   // The floor: copying the same output bytes, batch by batch, from a ready buffer.
   {
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
                  {"augment, bf16 NHWC", DType::bf16, Layout::nhwc},
                  {"raw u8 + crops    ", DType::u8, Layout::nhwc}};
   for (const auto& f : formats) {
-    const ImageWriter w(data.train, norm, 4, f.dtype, f.layout);
+    const ImageTransform w(data.train, norm, 4, f.dtype, f.layout);
     for (int workers : worker_counts)
       std::printf("loader, %d worker(s), %s: %10.0f img/s\n", workers, f.name,
                   loader_rate(data.train, w, batch, workers, epochs, backend));

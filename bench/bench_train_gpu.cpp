@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   sc.test_count = 16;
   const Dataset data = make_synthetic(sc);
   const Normalization norm = channel_statistics(data.train);
-  const ImageWriter writer(data.train, norm, 4, o.compute, Layout::nhwc);
+  const ImageTransform writer(data.train, norm, 4, o.compute, Layout::nhwc);
   LoaderConfig lc;
   lc.batch_size = batch;
   lc.workers = workers;
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
                 DistributedSampler(data.train.count, 1, 0, true, ShardTail::drop, 0), lc, *backend);
   DevicePrefetcher prefetcher(loader, *backend);
   // The same loader gathering raw uint8 images, augmented by the GPU after the copy.
-  const ImageWriter raw_writer(data.train, norm, 4, DType::u8, Layout::nhwc);
+  const ImageTransform raw_writer(data.train, norm, 4, DType::u8, Layout::nhwc);
   Loader raw_loader(data.train, raw_writer,
                     DistributedSampler(data.train.count, 1, 0, true, ShardTail::drop, 0), lc,
                     *backend);

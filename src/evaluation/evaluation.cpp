@@ -74,8 +74,8 @@ void run_inference(ResNet& model, Backend& backend, const Split& split, const No
   lc.batch_size = settings.batch_size;
   lc.workers = settings.workers;
   lc.augment = lc.shuffle = lc.drop_last = false;
-  const ImageWriter writer(split, norm, lc.pad, backend.compute_dtype(), backend.layout());
-  Loader loader(split, writer, evaluation_sampler(split.count, ranks, rank), lc, backend);
+  const ImageTransform transform(split, norm, lc.pad, backend.compute_dtype(), backend.layout());
+  Loader loader(split, transform, evaluation_sampler(split.count, ranks, rank), lc, backend);
   DevicePrefetcher batches(loader, backend);
   evaluate_batches(model, batches, batch);
 }

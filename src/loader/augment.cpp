@@ -62,28 +62,28 @@ std::vector<float> normalization_table(const Normalization& norm) {
   return table;
 }
 
-ImageWriter::ImageWriter(const Split& split, const Normalization& norm, int pad, DType dtype,
-                         Layout layout)
+ImageTransform::ImageTransform(const Split& split, const Normalization& norm, int pad, DType dtype,
+                               Layout layout)
     : split_(split),
       pad_(pad),
       dtype_(dtype),
       layout_(layout),
       dims_{split.height, split.width, split.channels},
       table_(normalization_table(norm)) {
-  RT_CHECK(pad >= 0, "ImageWriter: padding must be >= 0, got ", pad);
+  RT_CHECK(pad >= 0, "ImageTransform: padding must be >= 0, got ", pad);
   RT_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16 ||
                (dtype == DType::u8 && layout == Layout::nhwc),
-           "ImageWriter: images are written as f32, bf16 or f16, or as uint8 NHWC for "
+           "ImageTransform: images are written as f32, bf16 or f16, or as uint8 NHWC for "
            "augmentation on the device, not ",
            dtype_name(dtype), layout == Layout::nchw ? " NCHW" : " NHWC");
   RT_CHECK(static_cast<int>(norm.mean.size()) == split.channels &&
                static_cast<int>(norm.std.size()) == split.channels,
-           "ImageWriter: normalisation has ", norm.mean.size(), " channels, the data ",
+           "ImageTransform: normalisation has ", norm.mean.size(), " channels, the data ",
            split.channels);
 }
 
-void ImageWriter::write(int64_t index, Crop crop, void* out) const {
-  RT_CHECK(index >= 0 && index < split_.count, "ImageWriter: sample ", index, " outside [0, ",
+void ImageTransform::write(int64_t index, Crop crop, void* out) const {
+  RT_CHECK(index >= 0 && index < split_.count, "ImageTransform: sample ", index, " outside [0, ",
            split_.count, ")");
   if (raw()) {
     std::memcpy(out, split_.image(index), image_bytes());

@@ -7,10 +7,10 @@
 
 namespace ringtrain {
 
-Loader::Loader(const Split& split, const ImageWriter& writer, DistributedSampler sampler,
+Loader::Loader(const Split& split, const ImageTransform& transform, DistributedSampler sampler,
                const LoaderConfig& config, Device& device)
     : split_(split),
-      writer_(writer),
+      transform_(transform),
       sampler_(std::move(sampler)),
       config_(config),
       device_(device) {
@@ -36,11 +36,11 @@ Loader::~Loader() {
 Loader::Slot Loader::make_slot(Device& device) const {
   const int b = config_.batch_size;
   Slot s;
-  s.image_storage = Tensor::adopt(device.host_buffer(b * writer_.image_bytes()),
+  s.image_storage = Tensor::adopt(device.host_buffer(b * transform_.image_bytes()),
                                   {b, split_.channels, split_.height, split_.width},
-                                  writer_.dtype(), DeviceId{}, writer_.layout());
+                                  transform_.dtype(), DeviceId{}, transform_.layout());
   s.label_storage = Tensor::adopt(device.host_buffer(b * sizeof(int32_t)), {b}, DType::i32, {});
-  if (writer_.raw())
+  if (transform_.raw())
     s.crop_storage =
         Tensor::adopt(device.host_buffer(3 * b * sizeof(int32_t)), {b, 3}, DType::i32, {});
   return s;
@@ -52,11 +52,11 @@ void Loader::assemble(const EpochPlan& plan, int64_t batch, Slot& slot) const {
       std::min<int64_t>(config_.batch_size, static_cast<int64_t>(plan.order->size()) - first));
   char* images = static_cast<char*>(slot.image_storage.raw());
   int32_t* labels = slot.label_storage.data<int32_t>();
-  int32_t* crops = writer_.raw() ? slot.crop_storage.data<int32_t>() : nullptr;
+  int32_t* crops = transform_.raw() ? slot.crop_storage.data<int32_t>() : nullptr;
   for (int i = 0; i < n; ++i) {
     const int64_t sample = (*plan.order)[static_cast<size_t>(first + i)];
     const Crop crop = draw_crop(config_.seed, plan.epoch, sample, config_.pad, config_.augment);
-    writer_.write(sample, crop, images + i * writer_.image_bytes());
+    transform_.write(sample, crop, images + i * transform_.image_bytes());
     labels[i] = split_.labels[static_cast<size_t>(sample)];
     if (crops) {
       crops[3 * i] = crop.dy;

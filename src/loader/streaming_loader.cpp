@@ -102,7 +102,7 @@ std::vector<BatchLane> StreamingLoader::batch_lanes() const {
 // training once per window (no read-ahead).
 bool StreamingLoader::open_next_window() {
   close_window();
-  writer_.reset();
+  transform_.reset();
   window_.images.clear();
   window_.count = 0;
   while (position_ < order_.size()) {
@@ -113,13 +113,13 @@ bool StreamingLoader::open_next_window() {
     window_.images.resize(static_cast<size_t>(n * window_.image_bytes()));
     read_hdf5_images(path_, split_name_, first, n, window_.images.data());
     window_.labels.assign(meta_.labels.begin() + first, meta_.labels.begin() + first + n);
-    writer_ = std::make_unique<ImageWriter>(window_, norm_, config_.pad, dtype_, layout_);
+    transform_ = std::make_unique<ImageTransform>(window_, norm_, config_.pad, dtype_, layout_);
     LoaderConfig c = config_;
     c.seed = window_seed(config_.seed, w);
     c.drop_last = true;
     loader_ = std::make_unique<Loader>(
-        window_, *writer_, DistributedSampler(n, world_, rank_, c.shuffle, ShardTail::drop, c.seed),
-        c, device_);
+        window_, *transform_,
+        DistributedSampler(n, world_, rank_, c.shuffle, ShardTail::drop, c.seed), c, device_);
     if (trace_clock_) loader_->trace_batches(*trace_clock_);
     loader_->start_epoch(epoch_);
     return true;

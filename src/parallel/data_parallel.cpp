@@ -156,7 +156,7 @@ void DataParallel::step(const Tensor& images, const Tensor& labels, const LossSe
   if (profiler) profiler->start(Phase::backward);
   on_every_replica([&](size_t d) { backward_from_loss(*replicas_[d].model); });
 
-  if (profiler) profiler->start(Phase::comm);
+  if (profiler) profiler->start(Phase::comm_wait);
   reduce();
 }
 

@@ -18,7 +18,7 @@ PhaseTimes phase_shares(const PhaseTimes& totals) {
 
 std::string main_bottleneck(const PhaseTimes& shares) {
   const double data = shares[static_cast<int>(Phase::data)] + shares[static_cast<int>(Phase::copy)];
-  const double comm = shares[static_cast<int>(Phase::comm)] +
+  const double comm = shares[static_cast<int>(Phase::comm_wait)] +
                       shares[static_cast<int>(Phase::replicate)] +
                       shares[static_cast<int>(Phase::scatter)];
   if (data > 0.10 && data >= comm) return "data";

@@ -80,7 +80,7 @@ int suggested_workers(int workers, double loader, double compute) {
 Verdict judge(const ProbeResults& p) {
   const double data_share =
       p.step_shares[static_cast<int>(Phase::data)] + p.step_shares[static_cast<int>(Phase::copy)];
-  const double comm_share = p.step_shares[static_cast<int>(Phase::comm)];
+  const double comm_share = p.step_shares[static_cast<int>(Phase::comm_wait)];
   if (p.loader_images_per_s < 1.1 * p.compute_images_per_s || data_share > 0.10) {
     const int w = suggested_workers(p.workers, p.loader_images_per_s, p.compute_images_per_s);
     Verdict v{"data-bound",
@@ -139,8 +139,8 @@ std::string format_diagnosis(const ProbeResults& p, const Verdict& v) {
       rate(p.step_images_per_s),
       100 * (p.step_shares[static_cast<int>(Phase::data)] +
              p.step_shares[static_cast<int>(Phase::copy)]),
-      100 * p.step_shares[static_cast<int>(Phase::comm)], 100 * busy_share(p.step_shares), v.bound,
-      v.reason);
+      100 * p.step_shares[static_cast<int>(Phase::comm_wait)], 100 * busy_share(p.step_shares),
+      v.bound, v.reason);
   out += "what would help:\n";
   for (const std::string& a : v.advice) out += "  - " + a + "\n";
   return out;

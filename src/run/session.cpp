@@ -29,8 +29,9 @@ void delay_startup(const TrainConfig& c) {
 }
 
 // What a checkpoint must match to continue this run.
-CheckpointMeta run_identity(const TrainConfig& c, const ResNetConfig& mc, const Dataset& data,
-                            const World& world, const TrainSource& source) {
+CheckpointMeta checkpoint_identity(const TrainConfig& c, const ResNetConfig& mc,
+                                   const Dataset& data, const World& world,
+                                   const TrainSource& source) {
   CheckpointMeta m;
   m.model_config = mc;
   m.image_height = data.train.height;
@@ -89,7 +90,8 @@ TrainSession::TrainSession(const TrainConfig& requested)
   log_start();
   report.emplace(config, world.is_root(), world.size(), length.total_steps, length.epochs,
                  length.global_batch);
-  checkpoints.emplace(config, comm, run_identity(config, model_config, data, world, train_source));
+  checkpoints.emplace(config, comm,
+                      checkpoint_identity(config, model_config, data, world, train_source));
 }
 
 void TrainSession::build_model() {
@@ -109,8 +111,9 @@ void TrainSession::build_loaders() {
   train_source = make_train_source(config, data.train, world, backend());
   const LoaderConfig test_config = loader_config(config, false);
   const ImageFormat format = loader_format(config, backend());
-  test_writer.emplace(data.test, train_source.norm, test_config.pad, format.dtype, format.layout);
-  test_loader.emplace(data.test, *test_writer,
+  test_transform.emplace(data.test, train_source.norm, test_config.pad, format.dtype,
+                         format.layout);
+  test_loader.emplace(data.test, *test_transform,
                       evaluation_sampler(data.test.count, world.size(), world.rank()), test_config,
                       backend());
   profiler.emplace(backend(), config.profile);

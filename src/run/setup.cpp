@@ -111,9 +111,10 @@ TrainSource make_train_source(const TrainConfig& c, const Split& train, const Wo
   if (!train.images.empty()) {
     s.norm = channel_statistics(train);
     if (c.augment_on == AugmentOn::device) s.augment = make_device_augment(s.norm, lc.pad, backend);
-    s.writer = std::make_unique<ImageWriter>(train, s.norm, lc.pad, format.dtype, format.layout);
+    s.transform =
+        std::make_unique<ImageTransform>(train, s.norm, lc.pad, format.dtype, format.layout);
     s.batches = std::make_unique<Loader>(
-        train, *s.writer,
+        train, *s.transform,
         DistributedSampler(train.count, world.size(), world.rank(), true, ShardTail::drop, c.seed),
         lc, backend);
     return s;

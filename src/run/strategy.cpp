@@ -38,7 +38,7 @@ class Distributed : public OneDevice {
                         StepProfiler* profiler) override {
     ddp_->set_sync(last);
     OneDevice::forward_backward(batch, loss, last, profiler);
-    if (profiler) profiler->start(Phase::comm);  // what is left of the all-reduces
+    if (profiler) profiler->start(Phase::comm_wait);  // what is left of the all-reduces
     ddp_->finish_gradients();
   }
   void share_state() override { ddp_->broadcast_state(); }

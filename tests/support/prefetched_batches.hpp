@@ -45,8 +45,8 @@ inline std::vector<std::vector<uint8_t>> prefetched_batches(const Dataset& d,
                                                             const InputPath& path) {
   Backend& backend = path.backend;
   const Normalization norm = channel_statistics(d.train);
-  const ImageWriter writer(d.train, norm, kAugmentPad, path.on_device ? DType::u8 : DType::f32,
-                           path.on_device ? Layout::nhwc : backend.layout());
+  const ImageTransform writer(d.train, norm, kAugmentPad, path.on_device ? DType::u8 : DType::f32,
+                              path.on_device ? Layout::nhwc : backend.layout());
   LoaderConfig c;
   c.batch_size = 16;
   c.workers = path.workers;

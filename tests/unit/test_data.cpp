@@ -135,8 +135,8 @@ float reference_pixel(const Split& s, const Normalization& n, int64_t index, Cro
 TEST(Augment, CropFlipAndNormaliseMatchTheDirectDefinition) {
   const Dataset d = small_data();
   const Normalization norm = channel_statistics(d.train);
-  const ImageWriter nchw(d.train, norm, 4, DType::f32, Layout::nchw);
-  const ImageWriter nhwc(d.train, norm, 4, DType::f32, Layout::nhwc);
+  const ImageTransform nchw(d.train, norm, 4, DType::f32, Layout::nchw);
+  const ImageTransform nhwc(d.train, norm, 4, DType::f32, Layout::nhwc);
   std::vector<float> a(nchw.image_elements()), b(nhwc.image_elements());
   int flips = 0, shifted = 0;
   for (int64_t i = 0; i < 40; ++i) {
@@ -168,7 +168,7 @@ TEST(Augment, CropFlipAndNormaliseMatchTheDirectDefinition) {
 TEST(Augment, NormalisedImagesHaveZeroMeanUnitStd) {
   const Dataset d = small_data();
   const Normalization norm = channel_statistics(d.train);
-  const ImageWriter w(d.train, norm, 4, DType::f32, Layout::nchw);
+  const ImageTransform w(d.train, norm, 4, DType::f32, Layout::nchw);
   std::vector<float> img(w.image_elements());
   for (int c = 0; c < 3; ++c) {
     double s = 0, sq = 0;
@@ -190,7 +190,7 @@ std::vector<std::vector<uint8_t>> all_batches(const Dataset& d, int workers, int
                                               bool persistent, DType dtype, Layout layout) {
   CpuBackend backend(1);
   const Normalization norm = channel_statistics(d.train);
-  const ImageWriter writer(d.train, norm, 4, dtype, layout);
+  const ImageTransform writer(d.train, norm, 4, dtype, layout);
   LoaderConfig c;
   c.batch_size = 16;
   c.workers = workers;
@@ -241,7 +241,7 @@ TEST(Loader, AbandonedEpochRestartsCleanly) {
   const Dataset d = small_data();
   CpuBackend backend(1);
   const Normalization norm = channel_statistics(d.train);
-  const ImageWriter writer(d.train, norm, 4, DType::f32, Layout::nchw);
+  const ImageTransform writer(d.train, norm, 4, DType::f32, Layout::nchw);
   LoaderConfig c;
   c.batch_size = 10;
   c.workers = 2;
@@ -283,7 +283,7 @@ std::vector<std::vector<int64_t>> streamed_samples(const StreamCase& sc, int wor
                                                    int workers, int64_t epoch) {
   CpuBackend backend(1);
   const Normalization norm = channel_statistics(sc.full.train);
-  const ImageWriter reference(sc.full.train, norm, 4, DType::f32, Layout::nchw);
+  const ImageTransform reference(sc.full.train, norm, 4, DType::f32, Layout::nchw);
   std::map<std::vector<float>, int64_t> index_of;
   std::vector<float> img(reference.image_elements());
   for (int64_t i = 0; i < sc.full.train.count; ++i) {

@@ -56,7 +56,7 @@ TEST(DeviceAugment, CpuOpWritesWhatTheLoaderThreadsWrite) {
   const RawBatch b = raw_batch(d.train, crops);
   CpuBackend backend(2);
   for (auto [dtype, layout] : {std::pair{DType::f32, Layout::nchw}, {DType::bf16, Layout::nhwc}}) {
-    const ImageWriter writer(d.train, norm, kPad, dtype, layout);
+    const ImageTransform writer(d.train, norm, kPad, dtype, layout);
     Tensor out = Tensor::zeros(b.raw.shape(), dtype, layout);
     backend.augment(b.raw, b.crops, table_t, kPad, out);
     Tensor want = Tensor::zeros(b.raw.shape(), dtype, layout);
@@ -108,7 +108,7 @@ TEST(DeviceAugment, PrefetchedBatchesEqualTheLoaderAugmentedOnes) {
 TEST(DeviceAugment, RawBatchesCarryTheirCrops) {
   const Dataset d = test::small_image_data();
   CpuBackend backend(1);
-  const ImageWriter writer(d.train, channel_statistics(d.train), kPad, DType::u8, Layout::nhwc);
+  const ImageTransform writer(d.train, channel_statistics(d.train), kPad, DType::u8, Layout::nhwc);
   EXPECT_TRUE(writer.raw());
   LoaderConfig c;
   c.batch_size = 8;
@@ -147,7 +147,7 @@ TEST(DeviceAugment, BadOperandsAreRejectedWithTheReason) {
     return std::string("no error");
   };
   EXPECT_NE(message([&] {
-              ImageWriter(d.train, channel_statistics(d.train), 4, DType::u8, Layout::nchw);
+              ImageTransform(d.train, channel_statistics(d.train), 4, DType::u8, Layout::nchw);
             }).find("uint8 NHWC"),
             std::string::npos);
   const RawBatch b = raw_batch(d.train, {{0, 0, false}, {8, 8, true}});
@@ -166,7 +166,7 @@ TEST(DeviceAugment, BadOperandsAreRejectedWithTheReason) {
             std::string::npos);
 
   // A raw loader needs a table to augment with.
-  const ImageWriter raw_writer(d.train, channel_statistics(d.train), 4, DType::u8, Layout::nhwc);
+  const ImageTransform raw_writer(d.train, channel_statistics(d.train), 4, DType::u8, Layout::nhwc);
   LoaderConfig c;
   c.batch_size = 8;
   c.workers = 0;

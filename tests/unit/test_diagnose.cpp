@@ -62,7 +62,7 @@ TEST(Diagnose, SlowAllReduceIsCommunicationBound) {
   p.allreduce_s = 0.2;  // twice the backward pass: it cannot hide
   EXPECT_EQ(judge(p).bound, "communication-bound");
   p = healthy();
-  p.step_shares[static_cast<int>(Phase::comm)] = 0.3;
+  p.step_shares[static_cast<int>(Phase::comm_wait)] = 0.3;
   const Verdict v = judge(p);
   EXPECT_EQ(v.bound, "communication-bound");
   EXPECT_TRUE(advises(v, "--bucket-cap-mb"));

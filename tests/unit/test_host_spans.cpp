@@ -34,7 +34,7 @@ std::vector<BatchLane> loader_lanes(const LoaderRun& run) {
   sc.height = sc.width = 8;
   const Dataset d = make_synthetic(sc);
   CpuBackend backend(1);
-  const ImageWriter writer(d.train, channel_statistics(d.train), 4, DType::f32, Layout::nchw);
+  const ImageTransform writer(d.train, channel_statistics(d.train), 4, DType::f32, Layout::nchw);
   LoaderConfig c;
   c.batch_size = 10;
   c.workers = run.workers;
@@ -160,7 +160,7 @@ DdpRun ddp_run(ProfileMode mode, int steps, int micro) {
       ddp.set_sync(m + 1 == micro);
       profiler.start(Phase::backward);
       for (int id = params; id-- > 0;) net.params.gradient_written(id);
-      profiler.start(Phase::comm);
+      profiler.start(Phase::comm_wait);
       ddp.finish_gradients();
       if (m + 1 == micro) profiler.end_step();
     }

@@ -98,9 +98,9 @@ TEST(Report, SharesBottleneckAndTable) {
   EXPECT_EQ(main_bottleneck(s), "data");
   EXPECT_DOUBLE_EQ(busy_share(s), 0.7);
   t[static_cast<int>(Phase::data)] = 0;
-  t[static_cast<int>(Phase::comm)] = 2;
+  t[static_cast<int>(Phase::comm_wait)] = 2;
   EXPECT_EQ(main_bottleneck(phase_shares(t)), "communication");
-  t[static_cast<int>(Phase::comm)] = 0.5;
+  t[static_cast<int>(Phase::comm_wait)] = 0.5;
   EXPECT_EQ(main_bottleneck(phase_shares(t)), "compute");
   const std::string table = format_phase_table(t, 10);
   EXPECT_NE(table.find("backward       4.000    400.00"), std::string::npos) << table;

@@ -59,7 +59,7 @@ struct EvalSettings {
 
 // `model` in inference mode over this rank's shard of `split` (evaluation_sampler: in order,
 // each image on one of `ranks`), images normalised with `norm` (the checkpoint's) by the
-// loader's ImageWriter as training's evaluation does. batch(logits, labels) is called for each
+// loader's ImageTransform as training's evaluation does. batch(logits, labels) is called for each
 // batch with the device's tensors, valid during the call.
 using LogitsFn = std::function<void(const Tensor& logits, const Tensor& labels)>;
 // The evaluation loop, of `ringtrain eval` and of training's test after each epoch: `model` in

@@ -37,9 +37,10 @@ std::vector<float> normalization_table(const Normalization& norm);
 // f16 NHWC for CUDA. Padding is pixel value 0, normalised (torchvision's order: pad, crop, flip,
 // then normalise). In dtype u8 (augmentation on the device) it writes the source image as it
 // is, uint8 NHWC, and Backend::augment applies the crop and the table after the copy.
-class ImageWriter {
+class ImageTransform {
  public:
-  ImageWriter(const Split& split, const Normalization& norm, int pad, DType dtype, Layout layout);
+  ImageTransform(const Split& split, const Normalization& norm, int pad, DType dtype,
+                 Layout layout);
 
   int64_t image_elements() const { return dims_.elements(); }
   std::size_t image_bytes() const {

@@ -8,7 +8,7 @@
 
 namespace ringtrain {
 
-// One assembled batch in host memory: images [n,C,H,W] in the writer's dtype and layout, and
+// One assembled batch in host memory: images [n,C,H,W] in the transform's dtype and layout, and
 // their labels. Valid until the next call to next().
 struct HostBatch {
   int64_t index = 0;  // batch number within the epoch (or the streaming window)

@@ -32,11 +32,11 @@ struct LoaderConfig {
 // batches (batch k is built by worker k % workers) into its own ring of `prefetch_factor` slots;
 // next() hands them out strictly in order. Slots come from Device::host_buffer (pinned memory
 // on CUDA). The content of batch k depends only on (seed, epoch, k), never on the worker count.
-// With a raw writer (augmentation on the device) a batch carries the uint8 images and the crops
+// With a raw transform (augmentation on the device) a batch carries the uint8 images and the crops
 // drawn for them.
 class Loader final : public BatchSource {
  public:
-  Loader(const Split& split, const ImageWriter& writer, DistributedSampler sampler,
+  Loader(const Split& split, const ImageTransform& transform, DistributedSampler sampler,
          const LoaderConfig& config, Device& device);
   ~Loader();
   Loader(const Loader&) = delete;
@@ -80,7 +80,7 @@ class Loader final : public BatchSource {
   void stop_workers();
 
   const Split& split_;
-  const ImageWriter& writer_;
+  const ImageTransform& transform_;
   DistributedSampler sampler_;
   LoaderConfig config_;
   Device& device_;

@@ -53,7 +53,7 @@ class StreamingLoader final : public BatchSource {
   std::vector<int64_t> order_;  // window order of this epoch
   size_t position_ = 0;         // next window in order_
   Split window_;
-  std::unique_ptr<ImageWriter> writer_;
+  std::unique_ptr<ImageTransform> transform_;
   std::unique_ptr<Loader> loader_;
   const HostClock* trace_clock_ = nullptr;
   std::vector<BatchLane> lanes_;  // of the windows closed so far

@@ -15,7 +15,7 @@ namespace ringtrain {
 // shows that idle time. replicate and scatter are DataParallel's alone (its copies of the
 // weights and of the batch chunks to the other devices); comm is DDP's exposed all-reduce or
 // DataParallel's reduce onto device 0.
-enum class Phase { data, copy, replicate, scatter, forward, backward, comm, optimizer, other };
+enum class Phase { data, copy, replicate, scatter, forward, backward, comm_wait, optimizer, other };
 constexpr int kPhases = 9;
 const char* phase_name(Phase p);
 using PhaseTimes = std::array<double, kPhases>;

@@ -60,7 +60,7 @@ class TrainSession {
   TrainSource train_source;
   RunLength length;
   LrSchedule schedule;
-  std::optional<ImageWriter> test_writer;
+  std::optional<ImageTransform> test_transform;
   std::optional<Loader> test_loader;
   std::optional<StepProfiler> profiler;
   std::optional<DevicePrefetcher> train_batches, test_batches;

@@ -40,7 +40,7 @@ ImageFormat loader_format(const TrainConfig& c, const Backend& backend);
 // Training batches from memory, or streamed window by window when the images stayed on disk.
 struct TrainSource {
   Normalization norm;
-  std::unique_ptr<ImageWriter> writer;  // on the heap: the loader keeps a reference to it
+  std::unique_ptr<ImageTransform> transform;  // on the heap: the loader keeps a reference to it
   std::unique_ptr<BatchSource> batches;
   DeviceAugment augment;      // the table on the device, with --augment-on device
   int64_t window_images = 0;  // train images left on disk: images per streaming window; else 0
