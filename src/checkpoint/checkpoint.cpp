@@ -391,7 +391,8 @@ void create_group(hid_t file, const char* name) {
 void check_optimizer(const std::string& path, const CheckpointMeta& meta,
                      const Optimizer& optimizer) {
   const std::string& running = to_string(optimizer.kind());
-  RT_CHECK(meta.optimizer == running, "checkpoint ", path, " holds the state of --optimizer ",
+  RT_CHECK_AS(ConfigError, meta.optimizer == running, "checkpoint ", path,
+              " holds the state of --optimizer ",
            meta.optimizer, ", and this run trains with --optimizer ", running, ": resume with ",
            "--optimizer ", meta.optimizer, ", or start a new run from its weights with ",
            "--init-from ", path);

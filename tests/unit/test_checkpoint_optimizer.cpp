@@ -10,6 +10,7 @@
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/checkpoint/checkpoint.hpp"
 #include "ringtrain/nn/resnet.hpp"
+#include "ringtrain/optim/make_optimizer.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "test_util.hpp"
 
@@ -109,6 +110,38 @@ TEST(CheckpointFormat, TheUpdateCountIsStoredAndRestored) {
   load_checkpoint(path, backend, model.parameters(), &loaded);
   EXPECT_EQ(loaded.steps(), 41);
   EXPECT_EQ(read_checkpoint_meta(path).step, 57);
+}
+
+// A checkpoint holds one optimizer's state: resuming it with another is refused before anything
+// is loaded, naming both and the remedies.
+TEST(CheckpointFormat, AnotherOptimizersCheckpointIsRefused) {
+  CpuBackend backend(1);
+  ResNetConfig mc;
+  mc.depth = 18;
+  mc.width = 1.0 / 64;
+  mc.classes = 2;
+  ResNet saved(mc, backend, DType::f32, 2);
+  Sgd sgd(saved.parameters(), backend, OptimizerConfig{});
+  CheckpointMeta meta;
+  meta.optimizer = "sgd";
+  const std::string path = temp_path("sgd_state.h5");
+  write_checkpoint(path, backend, saved.parameters(), sgd.state(), meta);
+  ResNet model(mc, backend, DType::f32, 1);
+  OptimizerConfig adamw;
+  adamw.kind = OptimizerKind::adamw;
+  const auto other = make_optimizer(adamw, model.parameters(), backend);
+  const std::vector<float> before = values_of(model.parameters().flat_params());
+  try {
+    load_checkpoint(path, backend, model.parameters(), other.get());
+    FAIL() << "loaded SGD's state into AdamW";
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("holds the state of --optimizer sgd"), std::string::npos) << message;
+    EXPECT_NE(message.find("trains with --optimizer adamw"), std::string::npos) << message;
+    EXPECT_NE(message.find("--init-from " + path), std::string::npos) << message;
+  }
+  EXPECT_EQ(values_of(model.parameters().flat_params()), before);  // nothing was loaded
+  EXPECT_EQ(other->steps(), 0);
 }
 
 }  // namespace
