@@ -283,18 +283,55 @@ TEST_P(CudaOps, ElementwiseOps) {
   expect_close(a_dev, a, "scale");
 }
 
-TEST_P(CudaOps, SgdStepOverRunsWithComputeDtypeGradients) {
-  const int64_t n = 1000;
-  Tensor w = random_f32({n}, rng_), m = random_f32({n}, rng_, 0.1);
-  Tensor g = rounded(random_f32({n}, rng_), dtype());
-  const std::vector<DecayRun> runs = {{0, 300, true}, {300, 200, false}, {500, 500, true}};
-  const SgdHyper h{0.1f, 0.9f, 5e-4f, true, 0.5f};
-  Tensor w_dev = upload(*gpu_, w, DType::f32), m_dev = upload(*gpu_, m, DType::f32);
-  Tensor g_dev = upload(*gpu_, g, dtype());
-  cpu_.optimizer_step(h, runs, w, g, {&m}, Tensor());
-  gpu_->optimizer_step(h, runs, w_dev, g_dev, {&m_dev}, Tensor());
-  EXPECT_LE(max_rel_diff(download(*gpu_, w_dev), w), 1e-6);
-  EXPECT_LE(max_rel_diff(download(*gpu_, m_dev), m), 1e-6);
+// Every update rule over runs, gradients in the compute dtype, against the CPU: LARS with each
+// backend's own per-run sums of squares, AdamW with its two state tensors.
+TEST_P(CudaOps, EveryUpdateRuleOverRunsWithComputeDtypeGradients) {
+  const int64_t n = 5000;  // the last run is cut into several pieces for the sums
+  const std::vector<DecayRun> runs = {{0, 300, true}, {300, 200, false}, {500, 4500, true}};
+  const UpdateRule rules[] = {SgdHyper{0.1f, 0.9f, 5e-4f, true, 0.5f},
+                              LarsHyper{0.1f, 0.9f, 5e-4f, 0.02f, 0.f, 0.5f},
+                              AdamWHyper::at(3, 1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, 0.5f)};
+  for (const UpdateRule& rule : rules) {
+    const int states =
+        std::visit([](const auto& h) { return std::decay_t<decltype(h)>::kState; }, rule);
+    Tensor w = random_f32({n}, rng_), g = rounded(random_f32({n}, rng_), dtype());
+    Tensor w_dev = upload(*gpu_, w, DType::f32), g_dev = upload(*gpu_, g, dtype());
+    std::vector<Tensor> s, s_dev;
+    for (int k = 0; k < states; ++k) {
+      Tensor host = random_f32({n}, rng_, 0.1);
+      for (int64_t i = 0; i < n; ++i) host.data<float>()[i] *= host.data<float>()[i];  // v >= 0
+      s.push_back(host);
+      s_dev.push_back(upload(*gpu_, host, DType::f32));
+    }
+    std::vector<Tensor*> sp, sp_dev;
+    for (int k = 0; k < states; ++k) {
+      sp.push_back(&s[static_cast<size_t>(k)]);
+      sp_dev.push_back(&s_dev[static_cast<size_t>(k)]);
+    }
+    Tensor values, values_dev;
+    if (std::holds_alternative<LarsHyper>(rule)) {
+      const auto r = static_cast<int64_t>(runs.size());
+      values = Tensor::zeros({2 * r}, DType::f32);
+      values_dev = gpu_->zeros({2 * r}, DType::f32);
+      Tensor vw = values.slice(0, {r}), vg = values.slice(r, {r});
+      Tensor dw = values_dev.slice(0, {r}), dg = values_dev.slice(r, {r});
+      cpu_.sum_squares_per_run(w, runs, vw);
+      cpu_.sum_squares_per_run(g, runs, vg);
+      gpu_->sum_squares_per_run(w_dev, runs, dw);
+      gpu_->sum_squares_per_run(g_dev, runs, dg);
+      EXPECT_LE(max_rel_diff(download(*gpu_, values_dev), values), 1e-5) << "sums of squares";
+    }
+    cpu_.optimizer_step(rule, runs, w, g, sp, values);
+    gpu_->optimizer_step(rule, runs, w_dev, g_dev, sp_dev, values_dev);
+    const char* name =
+        std::visit([](const auto& h) { return std::decay_t<decltype(h)>::kName; }, rule);
+    EXPECT_LE(max_rel_diff(download(*gpu_, w_dev), w), 1e-5) << name;
+    for (int k = 0; k < states; ++k)
+      EXPECT_LE(
+          max_rel_diff(download(*gpu_, s_dev[static_cast<size_t>(k)]), s[static_cast<size_t>(k)]),
+          1e-5)
+          << name << " state " << k;
+  }
 }
 
 TEST_P(CudaOps, CastRoundsAndFiniteCheckFindsInfAndNan) {
