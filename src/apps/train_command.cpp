@@ -81,7 +81,8 @@ void add_optimizer_flags(CLI::App& cmd, TrainConfig& c) {
   add_setting(cmd, "--adam-eps", c.optim.adam_eps, "added to the root of the second moment (adamw)")
       ->check(positive(1))
       ->capture_default_str();
-  add_choice(cmd, "--schedule", c.schedule, "constant, step, cosine or onecycle");
+  add_choice(cmd, "--schedule", c.schedule,
+             "constant, step, cosine, onecycle or poly (power 2, as LARS runs use)");
   add_setting(cmd, "--warmup-steps", c.warmup_steps, "linear warmup steps")
       ->check(whole(0, limits::kMaxSteps));
   add_setting(cmd, "--label-smoothing", c.label_smoothing, "label smoothing in [0, 1)")

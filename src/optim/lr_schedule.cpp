@@ -22,7 +22,8 @@ const NameTable<Schedule>& names_of<Schedule>() {
   static const NameTable<Schedule> names = {{"constant", Schedule::constant},
                                             {"step", Schedule::step},
                                             {"cosine", Schedule::cosine},
-                                            {"onecycle", Schedule::onecycle}};
+                                            {"onecycle", Schedule::onecycle},
+                                            {"poly", Schedule::poly}};
   return names;
 }
 
@@ -53,6 +54,7 @@ double LrSchedule::at(int64_t step) const {
   if (kind == Schedule::step) return base_lr * std::pow(gamma, static_cast<double>(t / step_size));
   if (kind == Schedule::cosine)
     return cosine_between(base_lr, min_lr, std::min(1.0, static_cast<double>(t) / span));
+  if (kind == Schedule::poly) return base_lr * std::pow(1 - std::min(1.0, double(t) / span), 2);
   return base_lr;
 }
 

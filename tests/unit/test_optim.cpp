@@ -1,5 +1,6 @@
 // SGD and the learning-rate schedules against values printed by PyTorch 1.13 for the same
-// settings (torch.optim.SGD, StepLR, CosineAnnealingLR, LinearLR+SequentialLR, OneCycleLR).
+// settings (torch.optim.SGD, StepLR, CosineAnnealingLR, LinearLR+SequentialLR, OneCycleLR;
+// PolynomialLR from PyTorch 2.15).
 #include <gtest/gtest.h>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
@@ -100,10 +101,15 @@ TEST(LrSchedule, MatchesPyTorch) {
   s.kind = Schedule::step;
   s.step_size = 3;
   expect_schedule(s, {0.1, 0.1, 0.1, 0.01, 0.01, 0.01, 0.001, 0.001, 0.001, 0.0001});
+  s.kind = Schedule::poly;
+  expect_schedule(s, {0.1, 0.081, 0.064, 0.049, 0.036, 0.025, 0.016, 0.009, 0.004, 0.001});
   s.kind = Schedule::cosine;
   s.warmup_steps = 3;
   expect_schedule(s, {0.01, 0.04, 0.07, 0.1, 0.0950484433951, 0.0811744900929, 0.0611260466978,
                       0.0388739533022, 0.0188255099071, 0.00495155660488});
+  s.kind = Schedule::poly;  // SequentialLR of LinearLR and PolynomialLR(total_iters=7, power=2)
+  expect_schedule(s, {0.01, 0.04, 0.07, 0.1, 0.0734693877551, 0.0510204081633, 0.0326530612245,
+                      0.0183673469388, 0.00816326530612, 0.00204081632653});
 }
 
 TEST(LrSchedule, RejectsBadSettings) {

@@ -8,9 +8,11 @@ namespace ringtrain {
 
 // Learning rate as a function of the optimizer step, with PyTorch's closed forms:
 // constant; step (StepLR); cosine (CosineAnnealingLR to min_lr); onecycle (OneCycleLR, cosine,
-// pct_start 0.3, div_factor 25, final_div_factor 1e4). A linear warmup from
-// warmup_start_factor * lr may precede constant, step and cosine (LinearLR then the schedule).
-enum class Schedule { constant, step, cosine, onecycle };
+// pct_start 0.3, div_factor 25, final_div_factor 1e4); poly (PolynomialLR with power 2 to 0 at
+// the end, LARS's schedule in MLPerf's ResNet-50). A linear warmup from
+// warmup_start_factor * lr may precede constant, step, cosine and poly (LinearLR then the
+// schedule).
+enum class Schedule { constant, step, cosine, onecycle, poly };
 template <>
 const NameTable<Schedule>& names_of<Schedule>();
 
