@@ -17,6 +17,7 @@
 namespace ringtrain {
 
 using cpu::dispatch_float;
+using cpu::dispatch_float_pair;
 using cpu::elementwise;
 
 CpuBackend::CpuBackend(int threads)
@@ -74,30 +75,26 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
 
 void CpuBackend::cast(const Tensor& src, Tensor& dst) {
   RT_CHECK(src.numel() == dst.numel(), "cast: ", src.describe(), " into ", dst.describe());
-  dispatch_float("cast", src, [&](auto from) {
-    dispatch_float("cast", dst, [&](auto to) {
-      using From = decltype(from);
-      using To = decltype(to);
-      const From* in = src.data<From>();
-      To* out = dst.data<To>();
-      elementwise<To>(pool_, src.numel(), [&](int64_t i) { out[i] = static_cast<To>(in[i]); });
-    });
+  dispatch_float_pair("cast", src, dst, [&](auto from, auto to) {
+    using From = decltype(from);
+    using To = decltype(to);
+    const From* in = src.data<From>();
+    To* out = dst.data<To>();
+    elementwise<To>(pool_, src.numel(), [&](int64_t i) { out[i] = static_cast<To>(in[i]); });
   });
 }
 
 void CpuBackend::accumulate(Tensor& src, Tensor& dst) {
   RT_CHECK(src.numel() == dst.numel() && src.raw() != dst.raw(), "accumulate: ", src.describe(),
            " into ", dst.describe());
-  dispatch_float("accumulate", src, [&](auto from) {
-    dispatch_float("accumulate", dst, [&](auto to) {
-      using From = decltype(from);
-      using To = decltype(to);
-      From* in = src.data<From>();
-      To* out = dst.data<To>();
-      elementwise<To>(pool_, src.numel(), [&](int64_t i) {
-        out[i] += static_cast<To>(in[i]);
-        in[i] = From{0};
-      });
+  dispatch_float_pair("accumulate", src, dst, [&](auto from, auto to) {
+    using From = decltype(from);
+    using To = decltype(to);
+    From* in = src.data<From>();
+    To* out = dst.data<To>();
+    elementwise<To>(pool_, src.numel(), [&](int64_t i) {
+      out[i] += static_cast<To>(in[i]);
+      in[i] = From{0};
     });
   });
 }

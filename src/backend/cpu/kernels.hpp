@@ -23,6 +23,12 @@ void dispatch_float(const char* op, const Tensor& t, F&& f) {
   }
 }
 
+// Calls f(A{}, B{}) with the C++ types of a's and b's floating dtypes (casts between them).
+template <class F>
+void dispatch_float_pair(const char* op, const Tensor& a, const Tensor& b, F&& f) {
+  dispatch_float(op, a, [&](auto x) { dispatch_float(op, b, [&](auto y) { f(x, y); }); });
+}
+
 template <class T, class F>
 void elementwise(ThreadPool& pool, int64_t n, F&& f) {
   pool.parallel_for(n, [&](int64_t b, int64_t e) {

@@ -204,31 +204,28 @@ void CudaBackend::copy(const Tensor& src, Tensor& dst) {
   if (transpose) convert_layout(staging, dst);
 }
 
-void CudaBackend::cast(const Tensor& src, Tensor& dst) {
-  RT_CHECK(src.numel() == dst.numel(), "cast: ", src.describe(), " into ", dst.describe());
-  dispatch_float("cast", src, [&](auto from) {
-    dispatch_float("cast", dst, [&](auto to) {
+// Launches Body<From, To>{src, dst} over src's elements, for src's and dst's dtypes.
+template <template <class, class> class Body>
+void launch_pair(const char* op, const Tensor& src, Tensor& dst, cudaStream_t stream) {
+  dispatch_float(op, src, [&](auto from) {
+    dispatch_float(op, dst, [&](auto to) {
       using From = decltype(from);
       using To = decltype(to);
-      const kernels::Cast<From, To> body{static_cast<const From*>(src.raw()),
-                                         static_cast<To*>(dst.raw())};
-      launch_grid_stride("cast", body, src.numel(), compute_);
+      const Body<From, To> body{static_cast<From*>(src.raw()), static_cast<To*>(dst.raw())};
+      launch_grid_stride(op, body, src.numel(), stream);
     });
   });
+}
+
+void CudaBackend::cast(const Tensor& src, Tensor& dst) {
+  RT_CHECK(src.numel() == dst.numel(), "cast: ", src.describe(), " into ", dst.describe());
+  launch_pair<kernels::Cast>("cast", src, dst, compute_);
 }
 
 void CudaBackend::accumulate(Tensor& src, Tensor& dst) {
   RT_CHECK(src.numel() == dst.numel() && src.raw() != dst.raw(), "accumulate: ", src.describe(),
            " into ", dst.describe());
-  dispatch_float("accumulate", src, [&](auto from) {
-    dispatch_float("accumulate", dst, [&](auto to) {
-      using From = decltype(from);
-      using To = decltype(to);
-      const kernels::AccumulateAndClear<From, To> body{static_cast<From*>(src.raw()),
-                                                       static_cast<To*>(dst.raw())};
-      launch_grid_stride("accumulate", body, src.numel(), compute_);
-    });
-  });
+  launch_pair<kernels::AccumulateAndClear>("accumulate", src, dst, compute_);
 }
 
 void CudaBackend::synchronize() {
