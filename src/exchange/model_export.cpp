@@ -44,6 +44,22 @@ std::string describe_file(const SafeTensors& file) {
                  m.at("classes"), " classes)");
 }
 
+// A checkpoint's model (its values checked by load_model) in torchvision's names, with the
+// export metadata, computed on the host; `meta` receives the checkpoint's meta.
+// Note: torch counts every training forward of a batch norm in num_batches_tracked; ringtrain's
+// run did step x accum_steps of them (`count_forwards`; 0 otherwise). torch reads the count only
+// when momentum is None (it is 0.1 here).
+SafeTensors checkpoint_as_torchvision(const std::string& path, bool count_forwards,
+                                      CheckpointMeta& meta) {
+  CpuBackend host(1);
+  const LoadedModel loaded = load_model(path, host);
+  meta = loaded.meta;
+  SafeTensors file = torchvision_state(host, loaded.model->parameters(),
+                                       count_forwards ? meta.step * meta.accum_steps : 0);
+  file.metadata = export_metadata(meta, path);
+  return file;
+}
+
 // The initial weights in `path`: a checkpoint's model in torchvision's names (load_model checks
 // its values), or the file's.
 SafeTensors read_initial_weights(const std::string& path) {
@@ -55,11 +71,8 @@ SafeTensors read_initial_weights(const std::string& path) {
                             static_cast<size_t>(t.numel()));
     return file;
   }
-  CpuBackend cpu(1);
-  const LoadedModel loaded = load_model(path, cpu);
-  SafeTensors file = torchvision_state(cpu, loaded.model->parameters(), 0);
-  file.metadata = export_metadata(loaded.meta, path);
-  return file;
+  CheckpointMeta meta;
+  return checkpoint_as_torchvision(path, false, meta);
 }
 
 const Shape& model_shape(const std::vector<TorchvisionTensor>& model, const std::string& name) {
@@ -154,20 +167,14 @@ void export_checkpoint(const std::string& checkpoint, const std::string& out, bo
   RT_CHECK_AS(ConfigError, stream || force || !fs::exists(out), "export: ", out,
               " exists: name another file, or add --force to replace it");
   create_parent_folder(out, "export");
-  CpuBackend cpu(1);
-  const LoadedModel loaded = load_model(checkpoint, cpu);
-  // Note: torch counts every training forward of a batch norm; ringtrain's run did step x
-  // accum_steps of them. torch reads the count only when momentum is None (it is 0.1 here).
-  SafeTensors file = torchvision_state(cpu, loaded.model->parameters(),
-                                       loaded.meta.step * loaded.meta.accum_steps);
-  file.metadata = export_metadata(loaded.meta, checkpoint);
+  CheckpointMeta meta;
+  const SafeTensors file = checkpoint_as_torchvision(checkpoint, true, meta);
   write_safetensors(out, file);
   spdlog::info(
       "wrote {}: {} tensors of resnet{} ({} stem, width {}, {} classes) in torchvision's "
       "names, from {} (step {})",
-      out, file.tensors.size(), loaded.meta.model_config.depth,
-      to_string(loaded.meta.model_config.stem), loaded.meta.model_config.width,
-      loaded.meta.model_config.classes, checkpoint, loaded.meta.step);
+      out, file.tensors.size(), meta.model_config.depth, to_string(meta.model_config.stem),
+      meta.model_config.width, meta.model_config.classes, checkpoint, meta.step);
 }
 
 InitFrom init_from(const std::string& path, Backend& backend, ParameterSet& params) {

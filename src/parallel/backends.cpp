@@ -24,14 +24,24 @@ std::vector<int> gpus_of(const DeviceRequest& r, const World* world) {
 
 }  // namespace
 
+template <>
+const NameTable<DeviceChoice>& names_of<DeviceChoice>() {
+  static const NameTable<DeviceChoice> names = {
+      {"auto", DeviceChoice::automatic}, {"cpu", DeviceChoice::cpu}, {"cuda", DeviceChoice::cuda}};
+  return names;
+}
+
 DeviceKind resolve_device(const std::string& device, const DeviceInventory& devices) {
-  RT_CHECK_AS(ConfigError, device == "auto" || device == "cpu" || device == "cuda", "--device ",
-              device, ": expected auto, cpu or cuda");
-  if (device == "auto") return devices.cuda_devices > 0 ? DeviceKind::cuda : DeviceKind::cpu;
-  const DeviceKind kind = parse<DeviceKind>("--device", device);
-  RT_CHECK(kind == DeviceKind::cpu || devices.cuda_devices > 0, "--device cuda, but ",
-           devices.detail);
-  return kind;
+  switch (parse<DeviceChoice>("--device", device)) {
+    case DeviceChoice::automatic:
+      return devices.cuda_devices > 0 ? DeviceKind::cuda : DeviceKind::cpu;
+    case DeviceChoice::cpu:
+      return DeviceKind::cpu;
+    case DeviceChoice::cuda:
+      break;
+  }
+  RT_CHECK(devices.cuda_devices > 0, "--device cuda, but ", devices.detail);
+  return DeviceKind::cuda;
 }
 
 std::vector<std::unique_ptr<Backend>> make_backends(const DeviceRequest& r, const World* world) {

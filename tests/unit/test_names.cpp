@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "ringtrain/parallel/backends.hpp"
 #include "ringtrain/run_config/config.hpp"
 
 namespace ringtrain {
@@ -11,8 +12,8 @@ namespace {
 
 template <class E>
 class SettingNames : public ::testing::Test {};
-using Settings =
-    ::testing::Types<Mode, Precision, AugmentOn, DeviceKind, Stem, Schedule, ProfileMode>;
+using Settings = ::testing::Types<Mode, Precision, AugmentOn, DeviceKind, DeviceChoice, Stem,
+                                  Schedule, ProfileMode, GradComm, OptimizerKind>;
 TYPED_TEST_SUITE(SettingNames, Settings);
 
 TYPED_TEST(SettingNames, RoundTripAndRefuseOthers) {

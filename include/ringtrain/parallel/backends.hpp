@@ -23,8 +23,13 @@ struct DeviceRequest {
   std::string conv_algo_cache;  // CUDA: the file of cuDNN's searches; "": none kept
 };
 
-// --device: cpu, cuda, or auto (CUDA where this process sees a GPU). Throws a ConfigError
-// naming the accepted values for anything else, and an Error saying why for cuda without a GPU.
+// --device: auto (CUDA where this process sees a GPU), cpu or cuda.
+enum class DeviceChoice { automatic, cpu, cuda };
+template <>
+const NameTable<DeviceChoice>& names_of<DeviceChoice>();
+
+// The device --device names. Throws a ConfigError naming the accepted values for another
+// text, and an Error saying why for cuda without a GPU.
 DeviceKind resolve_device(const std::string& device, const DeviceInventory& devices);
 
 // One backend per replica. A single CUDA backend drives this rank's GPU, chosen by its local

@@ -77,7 +77,7 @@ dnnl::primitive_attr user_scratchpad() {
 
 // Note: convolution_direct, not convolution_auto, so that the implementation (and with it the
 // order of the sums) is fixed by the geometry: auto picks Winograd (jit_wino_4x3) for some 3x3
-// shapes, which rounds differently from a direct sum. See docs/ARCHITECTURE.md.
+// shapes, which rounds differently from a direct sum. See docs/perf/design-notes.md.
 constexpr algorithm kAlgorithm = algorithm::convolution_direct;
 
 // An input operand (user to inner) or the output (inner to user).
