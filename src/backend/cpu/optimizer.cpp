@@ -44,7 +44,8 @@ void CpuBackend::optimizer_step(const UpdateRule& rule, const std::vector<DecayR
           const typename H::template Body<T, T> body{h, t};
           for (int r = 0; r < static_cast<int>(runs.size()); ++r) {
             const int64_t offset = runs[r].offset;
-            elementwise<T>(pool_, runs[r].size, [&](int64_t j) { body(offset + j, r); });
+            const auto run = body.at_run(r);
+            elementwise<T>(pool_, runs[r].size, [&](int64_t j) { body(offset + j, run); });
           }
         });
       },

@@ -58,12 +58,14 @@ template <class W, class G>
 struct AdamWStep {
   AdamWHyper h;
   UpdateTensors<W, G> t;
-  RT_HOST_DEVICE void operator()(int64_t i, int run) const {
+  using Run = bool;  // whether the run decays
+  RT_HOST_DEVICE Run at_run(int run) const { return t.runs[run].decay; }
+  RT_HOST_DEVICE void operator()(int64_t i, Run decay) const {
     W* w = t.w;
     W* m = t.state[0];
     W* v = t.state[1];
     const W g = W(h.grad_scale) * load_grad<W>(t.g[i]);
-    if (t.runs[run].decay) w[i] *= W(h.decay_factor);
+    if (decay) w[i] *= W(h.decay_factor);
     m[i] += W(h.one_minus_beta1) * (g - m[i]);
     v[i] = v[i] * W(h.beta2) + W(h.one_minus_beta2) * g * g;
     const W denom = square_root(v[i]) / W(h.bias_correction2_sqrt) + W(h.eps);

@@ -48,17 +48,22 @@ template <class W, class G>
 struct LarsStep {
   LarsHyper h;
   UpdateTensors<W, G> t;
-  RT_HOST_DEVICE void operator()(int64_t i, int run) const {
+  // The run's learning rate (scaled by its trust ratio when adapted) and whether it decays.
+  struct Run {
+    W lr;
+    bool adapted;
+  };
+  RT_HOST_DEVICE Run at_run(int run) const {
+    if (!t.runs[run].decay) return {W(h.lr), false};
+    return {W(h.lr) * W(lars_trust(h, t.run_values, t.run_count, run)), true};
+  }
+  RT_HOST_DEVICE void operator()(int64_t i, const Run& r) const {
     W* w = t.w;
     W* m = t.state[0];
     W d = W(h.grad_scale) * load_grad<W>(t.g[i]);
-    W lr = W(h.lr);
-    if (t.runs[run].decay) {
-      lr *= W(lars_trust(h, t.run_values, t.run_count, run));
-      d += W(h.weight_decay) * w[i];
-    }
+    if (r.adapted) d += W(h.weight_decay) * w[i];
     m[i] = W(h.momentum) * m[i] + d;
-    w[i] -= lr * m[i];
+    w[i] -= r.lr * m[i];
   }
 };
 

@@ -33,10 +33,11 @@ template <class W, class G>
 struct SgdStep {
   SgdHyper h;
   UpdateTensors<W, G> t;
-  RT_HOST_DEVICE void operator()(int64_t i, int run) const {
+  using Run = W;  // the run's weight decay
+  RT_HOST_DEVICE Run at_run(int run) const { return t.runs[run].decay ? W(h.weight_decay) : W(0); }
+  RT_HOST_DEVICE void operator()(int64_t i, Run wd) const {
     W* w = t.w;
     W* m = t.state[0];
-    const W wd = t.runs[run].decay ? W(h.weight_decay) : W(0);
     const W mu = W(h.momentum);
     W d = W(h.grad_scale) * load_grad<W>(t.g[i]) + wd * w[i];
     if (mu != W(0)) {

@@ -1,10 +1,11 @@
 #pragma once
 // What every optimizer's update body shares: the runs of the flat parameter buffer, the tensors
 // an update reads and writes, and the per-run sums of squares that layer-wise rules (LARS) scale
-// by. An update body is a struct with the rule's hyper-parameters `h`, the tensors `t` and
-// `operator()(i, run)`, which updates element i of run `run`. The CPU backend calls it run by
-// run; the CUDA backend and the unit tests' grid emulator call it through RunIndexed, which finds
-// each element's run.
+// by. An update body is a struct with the rule's hyper-parameters `h`, the tensors `t`,
+// `at_run(run)`, which gives what is constant over a run (its decay, LARS's scaled learning
+// rate), and `operator()(i, at_run(run))`, which updates element i of that run. The CPU backend
+// calls at_run once per run and the body for each of the run's elements; the CUDA backend and
+// the unit tests' grid emulator call it through RunIndexed, which finds each element's run.
 #include <math.h>
 
 #include <cstdint>
@@ -82,7 +83,7 @@ template <class Body>
 struct RunIndexed {
   Body body;
   RT_HOST_DEVICE void operator()(int64_t i) const {
-    body(i, find_run(body.t.runs, body.t.run_count, i));
+    body(i, body.at_run(find_run(body.t.runs, body.t.run_count, i)));
   }
 };
 
