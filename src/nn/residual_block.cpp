@@ -1,12 +1,13 @@
 #include "ringtrain/nn/residual_block.hpp"
 
+#include <algorithm>
+
 namespace ringtrain {
 
 ConvBn::ConvBn(ParameterSet& params, const std::string& name, int in_channels, int out_channels,
                int kernel, int stride, bool relu)
     : conv_(params, name + ".conv", in_channels, out_channels, kernel, stride, kernel / 2),
-      bn_(params, name + ".bn", out_channels, relu),
-      relu_(relu) {}
+      bn_(params, name + ".bn", out_channels, relu) {}
 
 void ConvBn::init(Device& device, std::mt19937_64& rng, bool zero_norm_weight) const {
   conv_.init(device, rng);
@@ -15,23 +16,19 @@ void ConvBn::init(Device& device, std::mt19937_64& rng, bool zero_norm_weight) c
 
 void ConvBn::allocate(Device& device, const Shape& x) {
   const Shape y = output_shape(x);
-  if (out_.defined() && out_.shape() == y) return;
-  const DType t = device.compute_dtype();
-  conv_out_ = device.zeros(y, t);
-  out_ = device.zeros(y, t);
-  d_conv_out_ = device.zeros(y, t);
-  // Without a ReLU the unit ends a branch and reads its output gradient from the block.
-  if (relu_) d_out_ = device.zeros(y, t);
+  if (conv_out_.defined() && conv_out_.shape() == y) return;
+  conv_out_ = device.zeros(y, device.compute_dtype());
 }
 
-void ConvBn::forward(Backend& backend, const Tensor& x, bool training) {
+void ConvBn::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
   conv_.forward(backend, x, conv_out_);
-  bn_.forward(backend, conv_out_, out_, training);
+  bn_.forward(backend, conv_out_, y, training);
 }
 
-void ConvBn::backward(Backend& backend, const Tensor& x, Tensor& dy, Tensor* dx) {
-  bn_.backward(backend, conv_out_, dy, d_conv_out_);
-  conv_.backward(backend, x, d_conv_out_, dx);
+void ConvBn::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& d_conv,
+                      Tensor* dx) {
+  bn_.backward(backend, conv_out_, dy, d_conv);
+  conv_.backward(backend, x, d_conv, dx);
 }
 
 ResidualBlock::ResidualBlock(ParameterSet& params, const std::string& name, int in_channels,
@@ -77,27 +74,37 @@ int64_t ResidualBlock::macs_per_image(const Shape& x) const {
   return macs;
 }
 
-void ResidualBlock::allocate(Device& device, const Shape& x) {
+int64_t ResidualBlock::allocate(Device& device, const Shape& x) {
+  int64_t largest = shape_numel(x);  // the input gradient
+  unit_out_.resize(main_.size() - 1);
   Shape s = x;
-  for (ConvBn& u : main_) {
-    u.allocate(device, s);
-    s = u.output_shape(s);
+  for (size_t i = 0; i < main_.size(); ++i) {
+    main_[i].allocate(device, s);
+    s = main_[i].output_shape(s);
+    largest = std::max(largest, shape_numel(s));
+    if (i + 1 < main_.size() && unit_out_[i].shape() != s)
+      unit_out_[i] = device.zeros(s, device.compute_dtype());
   }
   if (shortcut_) shortcut_->allocate(device, x);
-  if (out_.defined() && out_.shape() == s && d_main_in_.shape() == x) return;
-  out_ = device.zeros(s, device.compute_dtype());
-  d_out_ = device.zeros(s, device.compute_dtype());
-  d_main_in_ = device.zeros(x, device.compute_dtype());
+  if (out_.shape() != s) out_ = device.zeros(s, device.compute_dtype());
+  return largest;
 }
 
-void ResidualBlock::forward(Backend& backend, const Tensor& x, bool training) {
+// The last unit of the main branch writes into the block's output, and relu(main + shortcut)
+// is taken there in place.
+void ResidualBlock::forward(Backend& backend, const Tensor& x, bool training, const Workspace& ws) {
   const Tensor* in = &x;
-  for (ConvBn& u : main_) {
-    u.forward(backend, *in, training);
-    in = &u.out();
+  for (size_t i = 0; i < main_.size(); ++i) {
+    Tensor& y = i + 1 < main_.size() ? unit_out_[i] : out_;
+    main_[i].forward(backend, *in, y, training);
+    in = &y;
   }
-  if (shortcut_) shortcut_->forward(backend, x, training);
-  backend.add_relu(main_.back().out(), shortcut_ ? shortcut_->out() : x, out_);
+  Tensor shortcut;
+  if (shortcut_) {
+    shortcut = ws.at(Workspace::shortcut_out, out_.shape());
+    shortcut_->forward(backend, x, shortcut, training);
+  }
+  backend.add_relu(out_, shortcut_ ? shortcut : x, out_);
 }
 
 // Note: gradients are written, and announced with gradient_written, in exactly the reverse of
@@ -105,17 +112,26 @@ void ResidualBlock::forward(Backend& backend, const Tensor& x, bool training) {
 // taken from its end and launched the moment their last gradient is in. The shortcut was
 // registered after the main branch, so it goes first. A unit out of order stays correct but
 // holds its bucket back to the end of backward, losing the overlap.
-void ResidualBlock::backward(Backend& backend, const Tensor& x, Tensor* dx) {
+void ResidualBlock::backward(Backend& backend, const Tensor& x, Tensor& dy, Tensor* dx,
+                             const Workspace& ws) {
   // The gradient at the sum goes unchanged into both branches.
-  backend.relu_backward(out_, d_out_, d_out_);
-  if (shortcut_) shortcut_->backward(backend, x, d_out_, dx);
+  backend.relu_backward(out_, dy, dy);
+  Tensor d_conv = ws.at(Workspace::conv_grad, out_.shape());
+  if (shortcut_) shortcut_->backward(backend, x, dy, d_conv, dx);
+  // Unit i reads the gradient at its output from `next` and writes the one at its input into
+  // the other chain slot, which unit i - 1 reads.
+  Tensor next = dy;
+  Workspace::Slot slot = Workspace::chain_a;
   for (size_t i = main_.size(); i-- > 0;) {
-    Tensor& dy = i + 1 == main_.size() ? d_out_ : main_[i].d_out();
-    Tensor* dest = i > 0 ? &main_[i - 1].d_out() : (dx ? &d_main_in_ : nullptr);
-    main_[i].backward(backend, i > 0 ? main_[i - 1].out() : x, dy, dest);
+    const Tensor& in = i > 0 ? unit_out_[i - 1] : x;
+    Tensor d_in = ws.at(slot, in.shape());
+    d_conv = ws.at(Workspace::conv_grad, next.shape());
+    main_[i].backward(backend, in, next, d_conv, i > 0 || dx ? &d_in : nullptr);
+    next = d_in;
+    slot = slot == Workspace::chain_a ? Workspace::chain_b : Workspace::chain_a;
   }
   if (!dx) return;
-  backend.add(d_main_in_, shortcut_ ? *dx : d_out_, *dx);
+  backend.add(next, shortcut_ ? *dx : dy, *dx);
 }
 
 }  // namespace ringtrain

@@ -1,6 +1,8 @@
 #include "ringtrain/nn/resnet.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace ringtrain {
 
@@ -87,21 +89,21 @@ void ResNet::allocate(const Shape& input) {
            config_.in_channels, ",H,W], got ", shape_str(input));
   stem_.allocate(backend_, input);
   Shape s = stem_.output_shape(input);
+  if (stem_out_.shape() != s) stem_out_ = backend_.zeros(s, backend_.compute_dtype());
+  int64_t largest = shape_numel(s);
   if (stem_pool_) {
     stem_pool_->n = static_cast<int>(s[0]);
     stem_pool_->c = static_cast<int>(s[1]);
     stem_pool_->h = static_cast<int>(s[2]);
     stem_pool_->w = static_cast<int>(s[3]);
     s = {s[0], s[1], stem_pool_->p(), stem_pool_->q()};
-    if (pooled_.shape() != s) {
-      pooled_ = backend_.zeros(s, backend_.compute_dtype());
-      d_pooled_ = backend_.zeros(s, backend_.compute_dtype());
-    }
+    if (pooled_.shape() != s) pooled_ = backend_.zeros(s, backend_.compute_dtype());
   }
   for (ResidualBlock& b : blocks_) {
-    b.allocate(backend_, s);
+    largest = std::max(largest, b.allocate(backend_, s));
     s = b.output_shape(s);
   }
+  workspace_.reserve(backend_, largest, backend_.compute_dtype());
   const Shape features = {s[0], s[1]};
   if (features_.shape() != features) {
     features_ = backend_.zeros(features, backend_.compute_dtype());
@@ -114,14 +116,14 @@ void ResNet::allocate(const Shape& input) {
 const Tensor& ResNet::forward(const Tensor& images, bool training) {
   allocate(images.shape());
   input_ = images;
-  stem_.forward(backend_, images, training);
-  const Tensor* x = &stem_.out();
+  stem_.forward(backend_, images, stem_out_, training);
+  const Tensor* x = &stem_out_;
   if (stem_pool_) {
     backend_.max_pool_forward(*stem_pool_, *x, pooled_);
     x = &pooled_;
   }
   for (ResidualBlock& b : blocks_) {
-    b.forward(backend_, *x, training);
+    b.forward(backend_, *x, training, workspace_);
     x = &b.out();
   }
   backend_.global_avg_pool_forward(*x, features_);
@@ -134,18 +136,28 @@ void ResNet::set_sync_batch_norm(Communicator* comm) {
   for (ResidualBlock& b : blocks_) b.set_sync_batch_norm(comm);
 }
 
+// The gradient at a block's output and the one at its input alternate between two workspace
+// slots: what one block writes as its input gradient, the block below reads as its output's.
 void ResNet::backward(const Tensor& dlogits) {
   RT_CHECK(input_.defined(), "ResNet::backward: no forward before backward");
+  Workspace::Slot dy_slot = Workspace::grad_a, dx_slot = Workspace::grad_b;
   fc_->backward(backend_, features_, dlogits, &d_features_);
-  backend_.global_avg_pool_backward(d_features_, blocks_.back().d_out());
+  Tensor dy = workspace_.at(dy_slot, blocks_.back().out().shape());
+  backend_.global_avg_pool_backward(d_features_, dy);
   for (size_t i = blocks_.size(); i-- > 0;) {
-    const Tensor& x = i > 0 ? blocks_[i - 1].out() : (stem_pool_ ? pooled_ : stem_.out());
-    Tensor& dx = i > 0 ? blocks_[i - 1].d_out() : (stem_pool_ ? d_pooled_ : stem_.d_out());
-    blocks_[i].backward(backend_, x, &dx);
+    const Tensor& x = i > 0 ? blocks_[i - 1].out() : (stem_pool_ ? pooled_ : stem_out_);
+    Tensor dx = workspace_.at(dx_slot, x.shape());
+    blocks_[i].backward(backend_, x, dy, &dx, workspace_);
+    dy = dx;
+    std::swap(dy_slot, dx_slot);
   }
-  if (stem_pool_)
-    backend_.max_pool_backward(*stem_pool_, stem_.out(), pooled_, d_pooled_, stem_.d_out());
-  stem_.backward(backend_, input_, stem_.d_out(), nullptr);
+  if (stem_pool_) {
+    Tensor d_stem = workspace_.at(dx_slot, stem_out_.shape());
+    backend_.max_pool_backward(*stem_pool_, stem_out_, pooled_, dy, d_stem);
+    dy = d_stem;
+  }
+  Tensor d_conv = workspace_.at(Workspace::conv_grad, stem_out_.shape());
+  stem_.backward(backend_, input_, dy, d_conv, nullptr);
 }
 
 }  // namespace ringtrain

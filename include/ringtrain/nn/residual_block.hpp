@@ -6,11 +6,13 @@
 
 #include "ringtrain/nn/batch_norm.hpp"
 #include "ringtrain/nn/conv2d.hpp"
+#include "ringtrain/nn/workspace.hpp"
 
 namespace ringtrain {
 
-// conv -> batch norm -> optional ReLU: the unit every ResNet is made of. It keeps its own
-// activations and their gradients, sized for the last input shape it was allocated for.
+// conv -> batch norm -> optional ReLU: the unit every ResNet is made of. It keeps the
+// convolution's output, which batch norm's backward reads, sized for the last input shape it
+// was allocated for; its output and the gradients belong to its caller.
 class ConvBn {
  public:
   ConvBn(ParameterSet& params, const std::string& name, int in_channels, int out_channels,
@@ -21,21 +23,19 @@ class ConvBn {
   int64_t macs_per_image(const Shape& x) const { return conv_.macs_per_image(x); }
   void allocate(Device& device, const Shape& x);
 
-  void forward(Backend& backend, const Tensor& x, bool training);
-  // dy is the gradient at the output. Writes the parameter gradients, and the input gradient
-  // into dx when given.
-  void backward(Backend& backend, const Tensor& x, Tensor& dy, Tensor* dx);
+  // Writes batch norm's output, after the ReLU where the unit has one, into y.
+  void forward(Backend& backend, const Tensor& x, Tensor& y, bool training);
+  // dy is the gradient at the output and d_conv a buffer of the output's shape, for the
+  // gradient at the convolution's output. Writes the parameter gradients, and the input
+  // gradient into dx when given.
+  void backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& d_conv, Tensor* dx);
 
   void set_sync_batch_norm(Communicator* comm) { bn_.set_sync(comm); }
-  Tensor& out() { return out_; }
-  // Where the next unit writes the gradient at this unit's output.
-  Tensor& d_out() { return d_out_; }
 
  private:
   Conv2d conv_;
   BatchNorm2d bn_;
-  bool relu_;
-  Tensor conv_out_, out_, d_conv_out_, d_out_;
+  Tensor conv_out_;
 };
 
 // A basic block (two 3x3 convolutions) or a bottleneck (1x1, 3x3 with the stride as in v1.5,
@@ -50,21 +50,24 @@ class ResidualBlock {
   void init(Device& device, std::mt19937_64& rng, bool zero_init_residual) const;
   Shape output_shape(const Shape& x) const;
   int64_t macs_per_image(const Shape& x) const;
-  void allocate(Device& device, const Shape& x);
+  // Sizes the activations for input x; returns the most elements any of the block's workspace
+  // slots holds for it.
+  int64_t allocate(Device& device, const Shape& x);
 
-  void forward(Backend& backend, const Tensor& x, bool training);
-  // Reads the gradient at the output from d_out(); writes the input gradient into dx.
-  void backward(Backend& backend, const Tensor& x, Tensor* dx);
+  void forward(Backend& backend, const Tensor& x, bool training, const Workspace& ws);
+  // dy is the gradient at the output (overwritten). Writes the parameter gradients, and the
+  // input gradient into dx when given.
+  void backward(Backend& backend, const Tensor& x, Tensor& dy, Tensor* dx, const Workspace& ws);
   void set_sync_batch_norm(Communicator* comm);
 
-  Tensor& out() { return out_; }
-  Tensor& d_out() { return d_out_; }
+  const Tensor& out() const { return out_; }
 
  private:
   int out_channels_;
   std::vector<ConvBn> main_;
   std::unique_ptr<ConvBn> shortcut_;
-  Tensor out_, d_out_, d_main_in_;
+  std::vector<Tensor> unit_out_;  // the outputs of main_'s ReLU units: the next unit's input
+  Tensor out_;
 };
 
 }  // namespace ringtrain

@@ -32,8 +32,9 @@ struct ResNetLayout {
 };
 ResNetLayout resnet_layout(int depth);
 
-// A ResNet run forward, then backward in reverse. It owns its parameters (one flat buffer)
-// and its activations, which are sized on the first forward of each input shape.
+// A ResNet run forward, then backward in reverse. It owns its parameters (one flat buffer),
+// its activations and a workspace for the gradients between the layers, sized on the first
+// forward of each input shape.
 class ResNet {
  public:
   ResNet(const ResNetConfig& config, Backend& backend, DType dtype, uint64_t seed);
@@ -56,6 +57,8 @@ class ResNet {
   Tensor& logits_grad() { return d_logits_; }
   // SyncBatchNorm in every batch norm (nullptr: per-rank statistics).
   void set_sync_batch_norm(Communicator* comm);
+  // The bytes of the buffer that the gradients between the layers share (nn/workspace.hpp).
+  std::size_t workspace_bytes() const { return workspace_.bytes(); }
 
  private:
   void allocate(const Shape& input);
@@ -67,10 +70,12 @@ class ResNet {
   std::optional<PoolGeometry> stem_pool_;
   std::vector<ResidualBlock> blocks_;
   std::optional<Linear> fc_;
-  Tensor pooled_, d_pooled_;      // stem max-pool output (imagenet stem)
+  Tensor stem_out_;
+  Tensor pooled_;                 // stem max-pool output (imagenet stem)
   Tensor features_, d_features_;  // global average pool output [N,C]
   Tensor logits_, d_logits_;
   Tensor input_;
+  Workspace workspace_;
 };
 
 }  // namespace ringtrain
