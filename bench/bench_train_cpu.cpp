@@ -78,8 +78,10 @@ int main(int argc, char** argv) {
   const double peak = peak_resident_mib();
   std::printf(
       "resnet%d-%s width %.2f batch %d threads %d: median step %.3f s, %.1f img/s, "
-      "%.1f GFLOP/s (%.3f GFLOP per image per step), peak RSS %.0f MiB, %.2f MiB per image\n",
+      "%.1f GFLOP/s (%.3f GFLOP per image per step), peak RSS %.0f MiB, %.2f MiB per image "
+      "(workspace %.1f MiB)\n",
       mc.depth, stem.c_str(), mc.width, batch, backend.threads(), median, batch / median,
-      batch / median * gflop_per_image, gflop_per_image, peak, (peak - resident_before) / batch);
+      batch / median * gflop_per_image, gflop_per_image, peak, (peak - resident_before) / batch,
+      model.workspace_bytes() / 1048576.0);
   return 0;
 }

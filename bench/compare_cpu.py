@@ -61,14 +61,16 @@ def check_isa(a):
     convolution kernels oneDNN reports; exits if an AVX2 run used a wider kernel."""
     args = ["--depth", "18", "--width", "0.25", "--batch-size", "4", "--steps", "1", "--warmup",
             "0", "--threads", "1"]
-    for name, cmd, pytorch in (("ringtrain", [os.path.join(a.build, "bench", "bench_train_cpu")], False),
-                               ("pytorch", [PYTHON, os.path.join(ROOT, "bench", "pytorch_train_cpu.py")], True)):
+    programs = (("ringtrain", [os.path.join(a.build, "bench", "bench_train_cpu")], False),
+                ("pytorch", [PYTHON, os.path.join(ROOT, "bench", "pytorch_train_cpu.py")], True))
+    for name, cmd, pytorch in programs:
         env = dict(isa_env(a.isa, pytorch), ONEDNN_VERBOSE="1")
         out = subprocess.run(cmd + args, check=True, capture_output=True, text=True, env=env).stdout
         fields = [line.split(",") for line in out.splitlines() if line.startswith("onednn_verbose")]
         isa = next((f[-1].strip() for f in fields if len(f) > 3 and f[2] == "cpu" and
                     f[3].startswith("isa:")), "?")
-        kernels = sorted({f[5] for f in fields if len(f) > 5 and f[1] == "exec" and f[3] == "convolution"})
+        kernels = sorted({f[4] for f in fields
+                          if len(f) > 4 and f[1] == "exec" and f[3] == "convolution"})
         print(f"{name}: oneDNN {isa}, convolution kernels {', '.join(kernels) or 'none'}")
         if a.isa == "avx2" and any("avx512" in k for k in kernels):
             sys.exit(f"compare_cpu: {name} still runs AVX-512 kernels under --isa avx2")

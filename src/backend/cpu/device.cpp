@@ -20,8 +20,9 @@ using cpu::dispatch_float;
 using cpu::dispatch_float_pair;
 using cpu::elementwise;
 
-CpuBackend::CpuBackend(int threads)
-    : pool_((threads > 0 ? threads : affinity_cores()) - 1),
+CpuBackend::CpuBackend(int threads, DType compute)
+    : compute_(compute),
+      pool_((threads > 0 ? threads : affinity_cores()) - 1),
       conv_(std::make_unique<cpu::ConvPrimitives>(pool_)) {
   openblas_set_num_threads(1);
 }

@@ -17,14 +17,16 @@ class ConvPrimitives;
 // single-threaded oneDNN convolution primitive; GEMMs run single-threaded inside each part.
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads = 0);  // 0: one per hardware thread
+  // threads 0: one per hardware thread. compute: the dtype of activations, f32, or f64 for a
+  // whole-model reference that the f32 gradients are measured against.
+  explicit CpuBackend(int threads = 0, DType compute = DType::f32);
   ~CpuBackend() override;
 
   DeviceId device_id() const override { return DeviceId{}; }
   std::string name() const override { return "cpu"; }
   // "cpu with 2 threads per rank (oneDNN kernels up to avx2)".
   std::string description() const override;
-  DType compute_dtype() const override { return DType::f32; }
+  DType compute_dtype() const override { return compute_; }
   Layout layout() const override { return Layout::nchw; }
   int threads() const { return pool_.size() + 1; }
   // The most capable instruction set oneDNN's convolution and GEMM kernels may use here ("avx2",
@@ -102,6 +104,7 @@ class CpuBackend final : public Backend {
                            Tensor& out) override;
 
  private:
+  DType compute_;
   ThreadPool pool_;
   std::unique_ptr<cpu::ConvPrimitives> conv_;  // f32 convolutions, one primitive per shape
   std::vector<std::chrono::steady_clock::time_point> marks_;

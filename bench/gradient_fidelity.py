@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""How close ringtrain's f32 gradients are to exact ones, against PyTorch's f32 on the same
+weights and images: one batch of real images through the same ResNet, per initialisation seed.
+
+For each seed, build/bench/gradient_fidelity writes ringtrain's f32 and f64 parameter gradients
+(the CPU backend, from the same f32 weights); this script loads those weights into the ResNet
+of bench/pytorch_train_cpu.py, computes PyTorch's gradients in f64 and in f32, and prints, with
+PyTorch's f64 as the exact value: the relative L2 error over all parameters, the worst tensor's
+relative L2 error and the worst tensor's largest difference over its largest value, for
+ringtrain f32 and PyTorch f32. ringtrain's f64 against PyTorch's f64 comes first, as a check of
+the reference itself.
+
+    /usr/bin/python3 bench/gradient_fidelity.py --images-dir cifar10-jpeg/train --seeds 1,2,3
+
+--images-dir is a folder of class folders (as `ringtrain data import-images` reads); the batch
+takes the first images of each class in name order, normalised with CIFAR-10's mean and std.
+Needs a release build in build/ and Debian's python3-torch and python3-pil.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+from PIL import Image
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from pytorch_train_cpu import resnet  # noqa: E402
+
+MEAN, STD = np.array([0.4914, 0.4822, 0.4465]), np.array([0.2470, 0.2435, 0.2616])
+
+
+def real_batch(folder, batch):
+    classes = sorted(os.listdir(folder))
+    images, labels = [], []
+    for i in range(batch):
+        c = i % len(classes)
+        name = sorted(os.listdir(os.path.join(folder, classes[c])))[i // len(classes)]
+        rgb = np.asarray(Image.open(os.path.join(folder, classes[c], name)).convert("RGB"))
+        images.append(((rgb / 255.0 - MEAN) / STD).transpose(2, 0, 1))
+        labels.append(c)
+    return np.array(images, np.float32), np.array(labels, np.int32)
+
+
+def torch_gradients(a, params, images, labels, dtype):
+    model = resnet(a.depth, a.width).to(dtype)
+    at = 0
+    for p in model.parameters():
+        p.data.copy_(torch.from_numpy(params[at:at + p.numel()].reshape(p.shape)).to(dtype))
+        at += p.numel()
+    if at != params.size:
+        sys.exit(f"gradient_fidelity: ringtrain wrote {params.size} parameters, PyTorch's model "
+                 f"has {at}")
+    loss = torch.nn.functional.cross_entropy(model(torch.from_numpy(images).to(dtype)),
+                                             torch.from_numpy(labels).long())
+    loss.backward()
+    return [p.grad.double().numpy().ravel() for p in model.parameters()]
+
+
+def errors(got, want):
+    """Whole relative L2; worst tensor's relative L2; worst tensor's max|diff| / max|want|."""
+    flat_got, flat_want = np.concatenate(got), np.concatenate(want)
+    whole = np.linalg.norm(flat_got - flat_want) / np.linalg.norm(flat_want)
+    rel = [np.linalg.norm(g - w) / np.linalg.norm(w) for g, w in zip(got, want)]
+    peak = [np.abs(g - w).max() / np.abs(w).max() for g, w in zip(got, want)]
+    return whole, rel, peak
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--images-dir", required=True)
+    p.add_argument("--seeds", default="1,2,3,4,5")
+    p.add_argument("--depth", type=int, default=50)
+    p.add_argument("--width", type=float, default=0.25)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    images, labels = real_batch(a.images_dir, a.batch_size)
+    print("seed | ringtrain f64 vs PyTorch f64 | whole rel. L2: ringtrain f32, PyTorch f32 | "
+          "worst tensor rel. L2: ringtrain, PyTorch | worst tensor max error: ringtrain, PyTorch | "
+          "tensors where ringtrain's rel. L2 is larger")
+    with tempfile.TemporaryDirectory(prefix="gradient_fidelity_") as work:
+        images.tofile(os.path.join(work, "images.f32"))
+        labels.tofile(os.path.join(work, "labels.i32"))
+        for seed in a.seeds.split(","):
+            subprocess.run([os.path.join(ROOT, "build", "bench", "gradient_fidelity"),
+                            "--depth", str(a.depth), "--width", str(a.width),
+                            "--batch-size", str(a.batch_size), "--seed", seed,
+                            "--threads", str(a.threads), "--images", os.path.join(work, "images.f32"),
+                            "--labels", os.path.join(work, "labels.i32"), "--out", work],
+                           check=True, capture_output=True)
+            params = np.fromfile(os.path.join(work, "params.f32"), np.float32)
+            with open(os.path.join(work, "names.txt")) as f:
+                names = f.read().split()
+            exact = torch_gradients(a, params, images, labels, torch.float64)
+            theirs = torch_gradients(a, params, images, labels, torch.float32)
+            bounds = np.cumsum([0] + [g.size for g in exact])
+            split = lambda flat: [flat[bounds[i]:bounds[i + 1]] for i in range(len(exact))]
+            ours = split(np.fromfile(os.path.join(work, "g32.f32"), np.float32).astype(np.float64))
+            ours64 = split(np.fromfile(os.path.join(work, "g64.f64"), np.float64))
+            check = errors(ours64, exact)[0]
+            o, t = errors(ours, exact), errors(theirs, exact)
+            worse = sum(x > y for x, y in zip(o[1], t[1]))
+
+            def worst(e, i):
+                j = int(np.argmax(e[i]))
+                return f"{e[i][j]:.2e} ({names[j]})"
+
+            print(f"{seed} | {check:.1e} | {o[0]:.2e}, {t[0]:.2e} | {worst(o, 1)}, {worst(t, 1)} | "
+                  f"{worst(o, 2)}, {worst(t, 2)} | {worse} of {len(names)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
