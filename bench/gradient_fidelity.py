@@ -8,7 +8,8 @@ of bench/pytorch_train_cpu.py, computes PyTorch's gradients in f64 and in f32, a
 PyTorch's f64 as the exact value: the relative L2 error over all parameters, the worst tensor's
 relative L2 error and the worst tensor's largest difference over its largest value, for
 ringtrain f32 and PyTorch f32. ringtrain's f64 against PyTorch's f64 comes first, as a check of
-the reference itself.
+the reference itself; last, how many ReLU outputs PyTorch's f32 forward puts on the other side of
+zero from its f64 forward (each moves the gradients below it by a discrete amount).
 
     /usr/bin/python3 bench/gradient_fidelity.py --images-dir cifar10-jpeg/train --seeds 1,2,3
 
@@ -24,11 +25,12 @@ import tempfile
 
 import numpy as np
 import torch
+import torch.nn as nn
 from PIL import Image
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from pytorch_train_cpu import resnet  # noqa: E402
+from pytorch_train_cpu import Block, resnet  # noqa: E402
 
 MEAN, STD = np.array([0.4914, 0.4822, 0.4465]), np.array([0.2470, 0.2435, 0.2616])
 
@@ -54,10 +56,14 @@ def torch_gradients(a, params, images, labels, dtype):
     if at != params.size:
         sys.exit(f"gradient_fidelity: ringtrain wrote {params.size} parameters, PyTorch's model "
                  f"has {at}")
+    signs = []  # which outputs of every ReLU are positive
+    for m in model.modules():
+        if isinstance(m, (nn.ReLU, Block)):  # a Block ends in its ReLU
+            m.register_forward_hook(lambda m, i, out: signs.append((out > 0).numpy().copy()))
     loss = torch.nn.functional.cross_entropy(model(torch.from_numpy(images).to(dtype)),
                                              torch.from_numpy(labels).long())
     loss.backward()
-    return [p.grad.double().numpy().ravel() for p in model.parameters()]
+    return [p.grad.double().numpy().ravel() for p in model.parameters()], signs
 
 
 def errors(got, want):
@@ -82,7 +88,8 @@ def main():
     images, labels = real_batch(a.images_dir, a.batch_size)
     print("seed | ringtrain f64 vs PyTorch f64 | whole rel. L2: ringtrain f32, PyTorch f32 | "
           "worst tensor rel. L2: ringtrain, PyTorch | worst tensor max error: ringtrain, PyTorch | "
-          "tensors where ringtrain's rel. L2 is larger")
+          "tensors where ringtrain's rel. L2 is larger | ReLU outputs PyTorch's f32 and f64 put on "
+          "opposite sides of zero")
     with tempfile.TemporaryDirectory(prefix="gradient_fidelity_") as work:
         images.tofile(os.path.join(work, "images.f32"))
         labels.tofile(os.path.join(work, "labels.i32"))
@@ -96,8 +103,9 @@ def main():
             params = np.fromfile(os.path.join(work, "params.f32"), np.float32)
             with open(os.path.join(work, "names.txt")) as f:
                 names = f.read().split()
-            exact = torch_gradients(a, params, images, labels, torch.float64)
-            theirs = torch_gradients(a, params, images, labels, torch.float32)
+            exact, exact_signs = torch_gradients(a, params, images, labels, torch.float64)
+            theirs, their_signs = torch_gradients(a, params, images, labels, torch.float32)
+            flips = sum(int((x != y).sum()) for x, y in zip(exact_signs, their_signs))
             bounds = np.cumsum([0] + [g.size for g in exact])
             split = lambda flat: [flat[bounds[i]:bounds[i + 1]] for i in range(len(exact))]
             ours = split(np.fromfile(os.path.join(work, "g32.f32"), np.float32).astype(np.float64))
@@ -111,7 +119,7 @@ def main():
                 return f"{e[i][j]:.2e} ({names[j]})"
 
             print(f"{seed} | {check:.1e} | {o[0]:.2e}, {t[0]:.2e} | {worst(o, 1)}, {worst(t, 1)} | "
-                  f"{worst(o, 2)}, {worst(t, 2)} | {worse} of {len(names)}", flush=True)
+                  f"{worst(o, 2)}, {worst(t, 2)} | {worse} of {len(names)} | {flips}", flush=True)
 
 
 if __name__ == "__main__":

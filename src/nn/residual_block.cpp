@@ -101,7 +101,7 @@ void ResidualBlock::forward(Backend& backend, const Tensor& x, bool training, co
   }
   Tensor shortcut;
   if (shortcut_) {
-    shortcut = ws.at(Workspace::shortcut_out, out_.shape());
+    shortcut = ws.at(Workspace::scratch, out_.shape());
     shortcut_->forward(backend, x, shortcut, training);
   }
   backend.add_relu(out_, shortcut_ ? shortcut : x, out_);
@@ -116,19 +116,17 @@ void ResidualBlock::backward(Backend& backend, const Tensor& x, Tensor& dy, Tens
                              const Workspace& ws) {
   // The gradient at the sum goes unchanged into both branches.
   backend.relu_backward(out_, dy, dy);
-  Tensor d_conv = ws.at(Workspace::conv_grad, out_.shape());
+  Tensor d_conv = ws.at(Workspace::scratch, out_.shape());
   if (shortcut_) shortcut_->backward(backend, x, dy, d_conv, dx);
   // Unit i reads the gradient at its output from `next` and writes the one at its input into
-  // the other chain slot, which unit i - 1 reads.
+  // the chain slot, which unit i - 1 reads.
   Tensor next = dy;
-  Workspace::Slot slot = Workspace::chain_a;
   for (size_t i = main_.size(); i-- > 0;) {
     const Tensor& in = i > 0 ? unit_out_[i - 1] : x;
-    Tensor d_in = ws.at(slot, in.shape());
-    d_conv = ws.at(Workspace::conv_grad, next.shape());
+    Tensor d_in = ws.at(Workspace::chain, in.shape());
+    d_conv = ws.at(Workspace::scratch, next.shape());
     main_[i].backward(backend, in, next, d_conv, i > 0 || dx ? &d_in : nullptr);
     next = d_in;
-    slot = slot == Workspace::chain_a ? Workspace::chain_b : Workspace::chain_a;
   }
   if (!dx) return;
   backend.add(next, shortcut_ ? *dx : dy, *dx);

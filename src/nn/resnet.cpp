@@ -156,7 +156,7 @@ void ResNet::backward(const Tensor& dlogits) {
     backend_.max_pool_backward(*stem_pool_, stem_out_, pooled_, dy, d_stem);
     dy = d_stem;
   }
-  Tensor d_conv = workspace_.at(Workspace::conv_grad, stem_out_.shape());
+  Tensor d_conv = workspace_.at(Workspace::scratch, stem_out_.shape());
   stem_.backward(backend_, input_, dy, d_conv, nullptr);
 }
 

@@ -1,9 +1,11 @@
-// Whole-model precision: the f32 gradients of a ResNet against the same model's in f64 (the CPU
-// backend runs a whole model in f64, the reference bench/gradient_fidelity.py checks against
-// PyTorch's f64 to 1e-10), tensor by tensor.
+// Whole-model gradients: in f64 against finite differences of the loss (every layer's backward
+// and the buffers between them), and in f32 against the same model in f64 (the CPU backend runs
+// a whole model in f64, the reference bench/gradient_fidelity.py checks against PyTorch's f64 to
+// 1e-10), tensor by tensor.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
@@ -39,7 +41,7 @@ double relative_l2(const Tensor& got, const Tensor& want) {
 }
 
 struct Case {
-  int depth;
+  Stem stem;
   double width;
   int batch, size;
 };
@@ -51,8 +53,8 @@ class ResNetFidelity : public ::testing::TestWithParam<Case> {};
 // can fall on the other side of a ReLU in f32, which moves the gradients of every layer below by
 // a discrete amount (1e-3 to 1e-1 relative on the tensors where the maps are smallest); ResNet-50
 // on 64 CIFAR-10 images takes a few such decisions differently, in PyTorch's f32 as in ours
-// (docs/perf/cpu.md). These two ResNet-18s take no decision differently (their f32 gradients
-// are within 3e-6 of exact, with AVX-512 or AVX2 kernels), so every tensor must show the
+// (docs/perf/cpu.md). These ResNet-18s (with either stem) take no decision differently (their f32
+// gradients are within 3e-6 of exact, with AVX-512 or AVX2 kernels), so every tensor must show the
 // rounding alone: a summation that loses precision (a lower-precision accumulator, Winograd, a
 // per-thread split summed badly; an error of 1e-4 in the filter gradients' sums) fails here.
 // Tiny ResNet-50s are no such case: their 4-channel bottlenecks take ReLU decisions within
@@ -60,7 +62,8 @@ class ResNetFidelity : public ::testing::TestWithParam<Case> {};
 TEST_P(ResNetFidelity, F32GradientsMatchF64TensorByTensor) {
   const Case c = GetParam();
   ResNetConfig mc;
-  mc.depth = c.depth;
+  mc.depth = 18;
+  mc.stem = c.stem;
   mc.width = c.width;
   std::mt19937_64 rng(11);
   const Tensor images = smooth_images(c.batch, c.size, rng);
@@ -86,10 +89,71 @@ TEST_P(ResNetFidelity, F32GradientsMatchF64TensorByTensor) {
   }
 }
 
+struct Model {
+  int depth;
+  Stem stem;
+  int batch, size;
+};
+
+class ResNetGradients : public ::testing::TestWithParam<Model> {};
+
+// Three elements of every parameter tensor: the backward pass's gradient against the central
+// difference of the loss, all in f64. A gradient routed through the wrong buffer fails here.
+TEST_P(ResNetGradients, MatchFiniteDifferencesInF64) {
+  const Model m = GetParam();
+  ResNetConfig mc;
+  mc.depth = m.depth;
+  mc.stem = m.stem;
+  mc.width = 0.0625;
+  std::mt19937_64 rng(7);
+  CpuBackend backend(2, DType::f64);
+  ResNet model(mc, backend, DType::f64, 9);
+  Tensor images = Tensor::zeros({m.batch, 3, m.size, m.size}, DType::f64);
+  backend.cast(smooth_images(m.batch, m.size, rng), images);
+  Tensor labels = Tensor::zeros({m.batch}, DType::i32);
+  for (int i = 0; i < m.batch; ++i) labels.data<int>()[i] = (7 * i) % 10;
+  ParameterSet& p = model.parameters();
+  p.zero_grad(backend);
+  forward_backward(model, images, labels, LossSettings{});
+  const std::vector<double> grads(p.flat_grads().data<double>(),
+                                  p.flat_grads().data<double>() + p.flat_size());
+  const auto loss = [&] { return forward_backward(model, images, labels, LossSettings{}).loss; };
+  // Small: these tiny models normalise few values per channel, and the loss curves fast.
+  constexpr double h = 1e-7;
+  for (size_t id = 0; id < p.param_infos().size(); ++id) {
+    Tensor w = p.param(static_cast<int>(id));
+    const int64_t offset = (w.data<double>() - p.flat_params().data<double>());
+    for (int64_t i : {int64_t{0}, w.numel() / 2, w.numel() - 1}) {
+      double& v = w.data<double>()[i];
+      const double saved = v;
+      v = saved + h;
+      const double up = loss();
+      v = saved - h;
+      const double down = loss();
+      v = saved;
+      const double numeric = (up - down) / (2 * h), analytic = grads[size_t(offset + i)];
+      EXPECT_NEAR(analytic, numeric, 1e-6 + 1e-4 * std::abs(numeric))
+          << p.param_infos()[id].name << "[" << i << "]";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ResNetGradients,
+                         ::testing::Values(Model{18, Stem::imagenet, 4, 64},
+                                           Model{50, Stem::cifar, 4, 16}),
+                         [](const ::testing::TestParamInfo<Model>& info) {
+                           return str_cat("resnet", info.param.depth, "_",
+                                          to_string(info.param.stem), "_stem");
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Models, ResNetFidelity,
-                         ::testing::Values(Case{18, 0.125, 8, 16}, Case{18, 0.25, 16, 16}),
+                         ::testing::Values(Case{Stem::cifar, 0.125, 8, 16},
+                                           Case{Stem::cifar, 0.25, 16, 16},
+                                           Case{Stem::imagenet, 0.125, 8, 32}),
                          [](const ::testing::TestParamInfo<Case>& info) {
-                           return str_cat("width", info.param.width == 0.125 ? "0125" : "025");
+                           const Case& c = info.param;
+                           return str_cat(to_string(c.stem), "_stem_width_",
+                                          c.width == 0.125 ? "0125" : "025");
                          });
 
 }  // namespace

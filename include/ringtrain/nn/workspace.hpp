@@ -10,14 +10,16 @@ namespace ringtrain {
 // activations per layer and takes everything else from one buffer of a few slots, each as large
 // as the largest activation: autograd frees a gradient once the layer below has used it, and
 // this is the same peak without an allocator. Which slot holds what:
-//   shortcut_out          forward: the projection's output, until the block adds it
-//   grad_a, grad_b        backward: the gradients at a block's output and at its input; the
-//                         model alternates them from block to block
-//   chain_a, chain_b      backward: the gradients between the units of one block, alternating
-//   conv_grad             backward: the gradient at one unit's convolution output
+//   grad_a, grad_b  backward: the gradients at a block's output and at its input; the model
+//                   alternates them from block to block
+//   chain           backward: the gradient between two units of a block. A unit's batch norm
+//                   has read the gradient at its output before its convolution writes the one
+//                   at its input, so one slot serves both
+//   scratch         forward: the projection shortcut's output, until the block adds it;
+//                   backward: the gradient at one unit's convolution output
 class Workspace {
  public:
-  enum Slot { shortcut_out, grad_a, grad_b, chain_a, chain_b, conv_grad, kSlots };
+  enum Slot { grad_a, grad_b, chain, scratch, kSlots };
 
   // Grows every slot to at least `elements` (never shrinks); the contents are not kept.
   void reserve(Device& device, int64_t elements, DType dtype);
