@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
@@ -40,19 +41,46 @@ double relative_l2(const Tensor& got, const Tensor& want) {
   return std::sqrt(err / norm);
 }
 
-struct Case {
+struct Model {
+  int depth;
   Stem stem;
   double width;
   int batch, size;
+
+  ResNetConfig config() const {
+    ResNetConfig c;
+    c.depth = depth;
+    c.stem = stem;
+    c.width = width;
+    return c;
+  }
 };
 
-class ResNetFidelity : public ::testing::TestWithParam<Case> {};
+std::string model_name(const ::testing::TestParamInfo<Model>& info) {
+  const Model& m = info.param;
+  return str_cat("resnet", m.depth, "_", to_string(m.stem), "_width_", m.width * 1e4);
+}
+
+// Smooth images in the dtype asked for, and labels cycling through the classes.
+struct Batch {
+  Tensor images, labels;
+};
+
+Batch smooth_batch(const Model& m, Device& device, DType dtype) {
+  std::mt19937_64 rng(11);
+  Batch b{device.zeros({m.batch, 3, m.size, m.size}, dtype), Tensor::zeros({m.batch}, DType::i32)};
+  device.cast(smooth_images(m.batch, m.size, rng), b.images);
+  for (int i = 0; i < m.batch; ++i) b.labels.data<int>()[i] = (3 * i) % 10;
+  return b;
+}
+
+class ResNetFidelity : public ::testing::TestWithParam<Model> {};
 
 // Note: an f32 gradient differs from the exact one in two ways. Rounding in the sums is of the
 // order of 1e-6 relative, whichever kernels run. And a pre-activation within rounding of zero
 // can fall on the other side of a ReLU in f32, which moves the gradients of every layer below by
 // a discrete amount (1e-3 to 1e-1 relative on the tensors where the maps are smallest); ResNet-50
-// on 64 CIFAR-10 images takes a few such decisions differently, in PyTorch's f32 as in ours
+// on 64 CIFAR-10 images takes dozens of such decisions differently, in PyTorch's f32 as in ours
 // (docs/perf/cpu.md). These ResNet-18s (with either stem) take no decision differently (their f32
 // gradients are within 3e-6 of exact, with AVX-512 or AVX2 kernels), so every tensor must show the
 // rounding alone: a summation that loses precision (a lower-precision accumulator, Winograd, a
@@ -60,28 +88,20 @@ class ResNetFidelity : public ::testing::TestWithParam<Case> {};
 // Tiny ResNet-50s are no such case: their 4-channel bottlenecks take ReLU decisions within
 // rounding of zero, and their f32 gradients are 1e-3 to 4e-2 from exact.
 TEST_P(ResNetFidelity, F32GradientsMatchF64TensorByTensor) {
-  const Case c = GetParam();
-  ResNetConfig mc;
-  mc.depth = 18;
-  mc.stem = c.stem;
-  mc.width = c.width;
-  std::mt19937_64 rng(11);
-  const Tensor images = smooth_images(c.batch, c.size, rng);
-  Tensor labels = Tensor::zeros({c.batch}, DType::i32);
-  for (int i = 0; i < c.batch; ++i) labels.data<int>()[i] = (3 * i) % 10;
+  const Model m = GetParam();
   CpuBackend reference(2, DType::f64);
-  ResNet exact(mc, reference, DType::f64, 5);
-  Tensor images64 = Tensor::zeros(images.shape(), DType::f64);
-  reference.cast(images, images64);
+  ResNet exact(m.config(), reference, DType::f64, 5);
+  const Batch batch = smooth_batch(m, reference, DType::f32),
+              batch64 = smooth_batch(m, reference, DType::f64);
   for (int threads : {1, 2}) {
     CpuBackend backend(threads);
-    ResNet model(mc, backend, DType::f32, 5);
+    ResNet model(m.config(), backend, DType::f32, 5);
     ParameterSet &p = model.parameters(), &r = exact.parameters();
     reference.cast(p.flat_params(), r.flat_params());
     r.refresh_weights(reference);
     r.zero_grad(reference);
-    forward_backward(model, images, labels, LossSettings{});
-    forward_backward(exact, images64, labels, LossSettings{});
+    forward_backward(model, batch.images, batch.labels, LossSettings{});
+    forward_backward(exact, batch64.images, batch64.labels, LossSettings{});
     for (size_t id = 0; id < p.param_infos().size(); ++id)
       EXPECT_LT(relative_l2(p.grad(int(id)), r.grad(int(id))), 1e-4)
           << p.param_infos()[id].name << " with " << threads << " thread(s), oneDNN up to "
@@ -89,35 +109,23 @@ TEST_P(ResNetFidelity, F32GradientsMatchF64TensorByTensor) {
   }
 }
 
-struct Model {
-  int depth;
-  Stem stem;
-  int batch, size;
-};
-
 class ResNetGradients : public ::testing::TestWithParam<Model> {};
 
 // Three elements of every parameter tensor: the backward pass's gradient against the central
 // difference of the loss, all in f64. A gradient routed through the wrong buffer fails here.
 TEST_P(ResNetGradients, MatchFiniteDifferencesInF64) {
   const Model m = GetParam();
-  ResNetConfig mc;
-  mc.depth = m.depth;
-  mc.stem = m.stem;
-  mc.width = 0.0625;
-  std::mt19937_64 rng(7);
   CpuBackend backend(2, DType::f64);
-  ResNet model(mc, backend, DType::f64, 9);
-  Tensor images = Tensor::zeros({m.batch, 3, m.size, m.size}, DType::f64);
-  backend.cast(smooth_images(m.batch, m.size, rng), images);
-  Tensor labels = Tensor::zeros({m.batch}, DType::i32);
-  for (int i = 0; i < m.batch; ++i) labels.data<int>()[i] = (7 * i) % 10;
+  ResNet model(m.config(), backend, DType::f64, 9);
+  const Batch batch = smooth_batch(m, backend, DType::f64);
   ParameterSet& p = model.parameters();
   p.zero_grad(backend);
-  forward_backward(model, images, labels, LossSettings{});
+  forward_backward(model, batch.images, batch.labels, LossSettings{});
   const std::vector<double> grads(p.flat_grads().data<double>(),
                                   p.flat_grads().data<double>() + p.flat_size());
-  const auto loss = [&] { return forward_backward(model, images, labels, LossSettings{}).loss; };
+  const auto loss = [&] {
+    return forward_backward(model, batch.images, batch.labels, LossSettings{}).loss;
+  };
   // Small: these tiny models normalise few values per channel, and the loss curves fast.
   constexpr double h = 1e-7;
   for (size_t id = 0; id < p.param_infos().size(); ++id) {
@@ -139,22 +147,15 @@ TEST_P(ResNetGradients, MatchFiniteDifferencesInF64) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ResNetGradients,
-                         ::testing::Values(Model{18, Stem::imagenet, 4, 64},
-                                           Model{50, Stem::cifar, 4, 16}),
-                         [](const ::testing::TestParamInfo<Model>& info) {
-                           return str_cat("resnet", info.param.depth, "_",
-                                          to_string(info.param.stem), "_stem");
-                         });
+                         ::testing::Values(Model{18, Stem::imagenet, 0.0625, 4, 64},
+                                           Model{50, Stem::cifar, 0.0625, 4, 16}),
+                         model_name);
 
 INSTANTIATE_TEST_SUITE_P(Models, ResNetFidelity,
-                         ::testing::Values(Case{Stem::cifar, 0.125, 8, 16},
-                                           Case{Stem::cifar, 0.25, 16, 16},
-                                           Case{Stem::imagenet, 0.125, 8, 32}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           const Case& c = info.param;
-                           return str_cat(to_string(c.stem), "_stem_width_",
-                                          c.width == 0.125 ? "0125" : "025");
-                         });
+                         ::testing::Values(Model{18, Stem::cifar, 0.125, 8, 16},
+                                           Model{18, Stem::cifar, 0.25, 16, 16},
+                                           Model{18, Stem::imagenet, 0.125, 8, 32}),
+                         model_name);
 
 }  // namespace
 }  // namespace ringtrain
