@@ -19,15 +19,15 @@ namespace {
 void read_file(const std::string& path, void* data, size_t bytes) {
   std::ifstream in(path, std::ios::binary);
   in.read(static_cast<char*>(data), static_cast<std::streamsize>(bytes));
-  RT_CHECK(in.gcount() == static_cast<std::streamsize>(bytes), "gradient_fidelity: ", path,
-           " holds fewer than the ", bytes, " bytes asked for");
+  RT_CHECK(in.gcount() == static_cast<std::streamsize>(bytes), path, " holds fewer than the ",
+           bytes, " bytes asked for");
 }
 
 void write_file(const std::string& path, const void* data, size_t bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
   out.close();
-  RT_CHECK(out.good(), "gradient_fidelity: could not write ", path);
+  RT_CHECK(out.good(), "could not write ", path);
 }
 
 // Every parameter's values of one kind (param or grad), in registration order, as T.
@@ -41,34 +41,22 @@ std::vector<T> concatenated(const ParameterSet& p, bool grads) {
   return all;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  ResNetConfig mc;
-  mc.depth = 50;
-  mc.width = 0.25;
+struct Options {
+  ResNetConfig model;
   int batch = 64, size = 32, threads = 0;
   uint64_t seed = 3;
-  std::string images_path, labels_path, out;
-  CLI::App app{"f32 and f64 gradients of one batch, for bench/gradient_fidelity.py"};
-  app.add_option("--depth", mc.depth)->capture_default_str();
-  app.add_option("--width", mc.width)->capture_default_str();
-  app.add_option("--batch-size", batch)->capture_default_str();
-  app.add_option("--image-size", size)->capture_default_str();
-  app.add_option("--seed", seed, "initialisation seed")->capture_default_str();
-  app.add_option("--threads", threads, "0: all hardware threads")->capture_default_str();
-  app.add_option("--images", images_path, "raw f32 [N,3,H,W]")->required();
-  app.add_option("--labels", labels_path, "raw i32 [N]")->required();
-  app.add_option("--out", out, "folder for params.f32, g32.f32, g64.f64 and names.txt")->required();
-  CLI11_PARSE(app, argc, argv);
+  std::string images, labels, out;
+};
 
-  Tensor images = Tensor::zeros({batch, 3, size, size}, DType::f32);
-  Tensor labels = Tensor::zeros({batch}, DType::i32);
-  read_file(images_path, images.raw(), images.nbytes());
-  read_file(labels_path, labels.raw(), labels.nbytes());
-  CpuBackend backend(threads), reference(threads, DType::f64);
-  ResNet model(mc, backend, DType::f32, seed);
-  ResNet ref(mc, reference, DType::f64, seed);
+// Both models' gradients of the batch, from the f32 model's initial weights.
+void run(const Options& o) {
+  Tensor images = Tensor::zeros({o.batch, 3, o.size, o.size}, DType::f32);
+  Tensor labels = Tensor::zeros({o.batch}, DType::i32);
+  read_file(o.images, images.raw(), images.nbytes());
+  read_file(o.labels, labels.raw(), labels.nbytes());
+  CpuBackend backend(o.threads), reference(o.threads, DType::f64);
+  ResNet model(o.model, backend, DType::f32, o.seed);
+  ResNet ref(o.model, reference, DType::f64, o.seed);
   ParameterSet &p = model.parameters(), &r = ref.parameters();
   reference.cast(p.flat_params(), r.flat_params());
   r.refresh_weights(reference);
@@ -80,18 +68,45 @@ int main(int argc, char** argv) {
   const std::vector<float> params = concatenated<float>(p, false),
                            g32 = concatenated<float>(p, true);
   const std::vector<double> g64 = concatenated<double>(r, true);
-  write_file(out + "/params.f32", params.data(), params.size() * sizeof(float));
-  write_file(out + "/g32.f32", g32.data(), g32.size() * sizeof(float));
-  write_file(out + "/g64.f64", g64.data(), g64.size() * sizeof(double));
+  write_file(o.out + "/params.f32", params.data(), params.size() * sizeof(float));
+  write_file(o.out + "/g32.f32", g32.data(), g32.size() * sizeof(float));
+  write_file(o.out + "/g64.f64", g64.data(), g64.size() * sizeof(double));
   std::string names;
   for (const ParamInfo& info : p.param_infos()) names += info.name + "\n";
-  write_file(out + "/names.txt", names.data(), names.size());
+  write_file(o.out + "/names.txt", names.data(), names.size());
   double err = 0, norm = 0;
   for (size_t i = 0; i < g64.size(); ++i) {
     err += (g32[i] - g64[i]) * (g32[i] - g64[i]);
     norm += g64[i] * g64[i];
   }
   std::printf("resnet%d width %g seed %llu: f32 gradients' relative L2 error against f64 %.3g\n",
-              mc.depth, mc.width, static_cast<unsigned long long>(seed), std::sqrt(err / norm));
+              o.model.depth, o.model.width, static_cast<unsigned long long>(o.seed),
+              std::sqrt(err / norm));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  o.model.depth = 50;
+  o.model.width = 0.25;
+  CLI::App app{"f32 and f64 gradients of one batch, for bench/gradient_fidelity.py"};
+  app.add_option("--depth", o.model.depth)->capture_default_str();
+  app.add_option("--width", o.model.width)->capture_default_str();
+  app.add_option("--batch-size", o.batch)->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  app.add_option("--image-size", o.size)->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--seed", o.seed, "initialisation seed")->capture_default_str();
+  app.add_option("--threads", o.threads, "0: all hardware threads")->capture_default_str();
+  app.add_option("--images", o.images, "raw f32 [N,3,H,W]")->required();
+  app.add_option("--labels", o.labels, "raw i32 [N]")->required();
+  app.add_option("--out", o.out, "folder for params.f32, g32.f32, g64.f64 and names.txt")
+      ->required();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gradient_fidelity: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }

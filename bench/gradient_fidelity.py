@@ -36,11 +36,16 @@ MEAN, STD = np.array([0.4914, 0.4822, 0.4465]), np.array([0.2470, 0.2435, 0.2616
 
 
 def real_batch(folder, batch):
-    classes = sorted(os.listdir(folder))
+    if not os.path.isdir(folder):
+        sys.exit(f"gradient_fidelity: --images-dir {folder} is not a folder of class folders")
+    classes = sorted(c for c in os.listdir(folder) if os.path.isdir(os.path.join(folder, c)))
+    files = [sorted(os.listdir(os.path.join(folder, c))) for c in classes]
+    if not classes or min(len(f) for f in files) < -(-batch // len(classes)):
+        sys.exit(f"gradient_fidelity: {folder} needs {batch} images spread over its class folders")
     images, labels = [], []
     for i in range(batch):
         c = i % len(classes)
-        name = sorted(os.listdir(os.path.join(folder, classes[c])))[i // len(classes)]
+        name = files[c][i // len(classes)]
         rgb = np.asarray(Image.open(os.path.join(folder, classes[c], name)).convert("RGB"))
         images.append(((rgb / 255.0 - MEAN) / STD).transpose(2, 0, 1))
         labels.append(c)
@@ -94,32 +99,45 @@ def main():
         images.tofile(os.path.join(work, "images.f32"))
         labels.tofile(os.path.join(work, "labels.i32"))
         for seed in a.seeds.split(","):
-            subprocess.run([os.path.join(ROOT, "build", "bench", "gradient_fidelity"),
-                            "--depth", str(a.depth), "--width", str(a.width),
-                            "--batch-size", str(a.batch_size), "--seed", seed,
-                            "--threads", str(a.threads), "--images", os.path.join(work, "images.f32"),
-                            "--labels", os.path.join(work, "labels.i32"), "--out", work],
-                           check=True, capture_output=True)
-            params = np.fromfile(os.path.join(work, "params.f32"), np.float32)
-            with open(os.path.join(work, "names.txt")) as f:
-                names = f.read().split()
-            exact, exact_signs = torch_gradients(a, params, images, labels, torch.float64)
-            theirs, their_signs = torch_gradients(a, params, images, labels, torch.float32)
-            flips = sum(int((x != y).sum()) for x, y in zip(exact_signs, their_signs))
-            bounds = np.cumsum([0] + [g.size for g in exact])
-            split = lambda flat: [flat[bounds[i]:bounds[i + 1]] for i in range(len(exact))]
-            ours = split(np.fromfile(os.path.join(work, "g32.f32"), np.float32).astype(np.float64))
-            ours64 = split(np.fromfile(os.path.join(work, "g64.f64"), np.float64))
-            check = errors(ours64, exact)[0]
-            o, t = errors(ours, exact), errors(theirs, exact)
-            worse = sum(x > y for x, y in zip(o[1], t[1]))
+            print(seed_row(a, seed, work, images, labels), flush=True)
 
-            def worst(e, i):
-                j = int(np.argmax(e[i]))
-                return f"{e[i][j]:.2e} ({names[j]})"
 
-            print(f"{seed} | {check:.1e} | {o[0]:.2e}, {t[0]:.2e} | {worst(o, 1)}, {worst(t, 1)} | "
-                  f"{worst(o, 2)}, {worst(t, 2)} | {worse} of {len(names)} | {flips}", flush=True)
+def ringtrain_gradients(a, seed, work):
+    """Runs build/bench/gradient_fidelity for one seed; (names, f32 params, f32 and f64
+    gradients as flat arrays)."""
+    cmd = [os.path.join(ROOT, "build", "bench", "gradient_fidelity"), "--depth", str(a.depth),
+           "--width", str(a.width), "--batch-size", str(a.batch_size), "--seed", seed,
+           "--threads", str(a.threads), "--images", os.path.join(work, "images.f32"),
+           "--labels", os.path.join(work, "labels.i32"), "--out", work]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"gradient_fidelity: {' '.join(cmd)} failed:\n{done.stderr}")
+    with open(os.path.join(work, "names.txt")) as f:
+        names = f.read().split()
+    def read(name, dtype):
+        return np.fromfile(os.path.join(work, name), dtype)
+
+    return (names, read("params.f32", np.float32), read("g32.f32", np.float32),
+            read("g64.f64", np.float64))
+
+
+def seed_row(a, seed, work, images, labels):
+    names, params, g32, g64 = ringtrain_gradients(a, seed, work)
+    exact, exact_signs = torch_gradients(a, params, images, labels, torch.float64)
+    theirs, their_signs = torch_gradients(a, params, images, labels, torch.float32)
+    flips = sum(int((x != y).sum()) for x, y in zip(exact_signs, their_signs))
+    bounds = np.cumsum([0] + [g.size for g in exact])
+    ours = np.split(g32.astype(np.float64), bounds[1:-1])
+    check = errors(np.split(g64, bounds[1:-1]), exact)[0]
+    o, t = errors(ours, exact), errors(theirs, exact)
+    worse = sum(x > y for x, y in zip(o[1], t[1]))
+
+    def worst(e, i):
+        j = int(np.argmax(e[i]))
+        return f"{e[i][j]:.2e} ({names[j]})"
+
+    return (f"{seed} | {check:.1e} | {o[0]:.2e}, {t[0]:.2e} | {worst(o, 1)}, {worst(t, 1)} | "
+            f"{worst(o, 2)}, {worst(t, 2)} | {worse} of {len(names)} | {flips}")
 
 
 if __name__ == "__main__":
