@@ -111,8 +111,9 @@ TEST_P(ResNetFidelity, F32GradientsMatchF64TensorByTensor) {
 
 class ResNetGradients : public ::testing::TestWithParam<Model> {};
 
-// Three elements of every parameter tensor: the backward pass's gradient against the central
-// difference of the loss, all in f64. A gradient routed through the wrong buffer fails here.
+// The first and last element of every parameter tensor: the backward pass's gradient against the
+// central difference of the loss, all in f64. A gradient routed through the wrong buffer fails
+// here.
 TEST_P(ResNetGradients, MatchFiniteDifferencesInF64) {
   const Model m = GetParam();
   CpuBackend backend(2, DType::f64);
@@ -131,7 +132,7 @@ TEST_P(ResNetGradients, MatchFiniteDifferencesInF64) {
   for (size_t id = 0; id < p.param_infos().size(); ++id) {
     Tensor w = p.param(static_cast<int>(id));
     const int64_t offset = (w.data<double>() - p.flat_params().data<double>());
-    for (int64_t i : {int64_t{0}, w.numel() / 2, w.numel() - 1}) {
+    for (int64_t i : {int64_t{0}, w.numel() - 1}) {
       double& v = w.data<double>()[i];
       const double saved = v;
       v = saved + h;
