@@ -2,10 +2,9 @@
 // The reference DataParallel is checked against: one model, on one backend, runs the batch's
 // chunks one after another (each with its batch-norm statistics, as each replica has), adding
 // each chunk's share of the batch-mean loss gradient to its gradients.
-#include <cmath>
-
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/parallel/data_parallel.hpp"
+#include "test_util.hpp"
 
 namespace ringtrain::test {
 
@@ -24,17 +23,6 @@ inline BatchResult chunks_in_turn(ResNet& model, const Tensor& images, const Ten
     total.correct += r.correct;
   }
   return total;
-}
-
-// ||a - b|| / ||b|| over two f32 host tensors.
-inline double relative_l2(const Tensor& a, const Tensor& b) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    const double x = a.data<float>()[i], y = b.data<float>()[i];
-    diff += (x - y) * (x - y);
-    norm += y * y;
-  }
-  return std::sqrt(diff / norm);
 }
 
 }  // namespace ringtrain::test

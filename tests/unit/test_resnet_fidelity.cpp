@@ -31,16 +31,6 @@ Tensor smooth_images(int n, int size, std::mt19937_64& rng) {
   return t;
 }
 
-double relative_l2(const Tensor& got, const Tensor& want) {
-  double err = 0, norm = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double w = want.data<double>()[i], d = got.data<float>()[i] - w;
-    err += d * d;
-    norm += w * w;
-  }
-  return std::sqrt(err / norm);
-}
-
 struct Model {
   int depth;
   Stem stem;
@@ -103,7 +93,7 @@ TEST_P(ResNetFidelity, F32GradientsMatchF64TensorByTensor) {
     forward_backward(model, batch.images, batch.labels, LossSettings{});
     forward_backward(exact, batch64.images, batch64.labels, LossSettings{});
     for (size_t id = 0; id < p.param_infos().size(); ++id)
-      EXPECT_LT(relative_l2(p.grad(int(id)), r.grad(int(id))), 1e-4)
+      EXPECT_LT(test::relative_l2(p.grad(int(id)), r.grad(int(id))), 1e-4)
           << p.param_infos()[id].name << " with " << threads << " thread(s), oneDNN up to "
           << CpuBackend::kernel_isa();
   }

@@ -2,6 +2,7 @@
 // Helpers shared by the unit tests: random tensors and central finite differences.
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -87,6 +88,21 @@ inline double max_rel_diff(const Tensor& a32, const Tensor& b64, double scale = 
     worst = std::max(worst, std::abs(a32.data<float>()[i] - b) / std::max(scale, std::abs(b)));
   }
   return worst;
+}
+
+// ||a - b|| / ||b|| over two host tensors, each f32 or f64.
+inline double relative_l2(const Tensor& a, const Tensor& b) {
+  const auto in_f64 = [](const Tensor& t) {
+    return t.dtype() == DType::f64 ? t : cast<double, float>(t);
+  };
+  const Tensor x = in_f64(a), y = in_f64(b);
+  const double *p = x.data<double>(), *q = y.data<double>();
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    diff += (p[i] - q[i]) * (p[i] - q[i]);
+    norm += q[i] * q[i];
+  }
+  return std::sqrt(diff / norm);
 }
 
 }  // namespace ringtrain::test
