@@ -10,24 +10,29 @@
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/core/error.hpp"
+#include "ringtrain/core/input_file.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 
 using namespace ringtrain;
 
 namespace {
 
-void read_file(const std::string& path, void* data, size_t bytes) {
+// Reads the whole of `path`, which must hold exactly `bytes` bytes.
+void read_file(const std::string& path, const std::string& flag, void* data, size_t bytes) {
+  const int64_t size = check_input_file(path, flag, "a raw array");
+  RT_CHECK(size == static_cast<int64_t>(bytes), flag, " ", path, ": holds ", size,
+           " bytes, not the ", bytes, " that --batch-size and --image-size ask for");
   std::ifstream in(path, std::ios::binary);
   in.read(static_cast<char*>(data), static_cast<std::streamsize>(bytes));
-  RT_CHECK(in.gcount() == static_cast<std::streamsize>(bytes), path, " holds fewer than the ",
-           bytes, " bytes asked for");
+  RT_CHECK(in.gcount() == static_cast<std::streamsize>(bytes), flag, " ", path,
+           ": could not read it");
 }
 
 void write_file(const std::string& path, const void* data, size_t bytes) {
-  std::ofstream out(path, std::ios::binary);
+  std::ofstream out = open_output(path, "--out");
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  out.close();
-  RT_CHECK(out.good(), "could not write ", path);
+  check_output(out, path, "--out");
 }
 
 // Every parameter's values of one kind (param or grad), in registration order, as T.
@@ -52,8 +57,8 @@ struct Options {
 void run(const Options& o) {
   Tensor images = Tensor::zeros({o.batch, 3, o.size, o.size}, DType::f32);
   Tensor labels = Tensor::zeros({o.batch}, DType::i32);
-  read_file(o.images, images.raw(), images.nbytes());
-  read_file(o.labels, labels.raw(), labels.nbytes());
+  read_file(o.images, "--images", images.raw(), images.nbytes());
+  read_file(o.labels, "--labels", labels.raw(), labels.nbytes());
   CpuBackend backend(o.threads), reference(o.threads, DType::f64);
   ResNet model(o.model, backend, DType::f32, o.seed);
   ResNet ref(o.model, reference, DType::f64, o.seed);
