@@ -75,10 +75,43 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
-// Note: convolution_direct, not convolution_auto, so that the implementation (and with it the
-// order of the sums) is fixed by the geometry: auto picks Winograd (jit_wino_4x3) for some 3x3
-// shapes, which rounds differently from a direct sum. See docs/perf/design-notes.md.
-constexpr algorithm kAlgorithm = algorithm::convolution_direct;
+// Note: the backward passes of 3x3 stride-1 convolutions of 16 channels or more run oneDNN's
+// Winograd kernels (jit_wino_4x3) where it has them (AVX-512); everything else runs its direct
+// kernels. Winograd takes half the time on ResNet's 3x3 layers, but its sums are about twice as
+// far from exact as a plain loop's (the direct kernels' are closer than a plain loop's). So:
+// - the forward pass stays direct: it decides every ReLU, and a pre-activation rounded to the
+//   other side of zero moves every gradient below it (Winograd forwards made ResNet-18's f32
+//   gradients 4x further from exact on real images; Winograd backwards left them unchanged);
+// - the filter gradient uses Winograd on maps of 8x8 and more, where its error stays within twice
+//   a plain loop's; on smaller maps its error is fixed while a plain loop's shrinks.
+// The algorithm is named, never left to convolution_auto, so that the implementation (and with
+// it the order of the sums) is fixed by the pass, the geometry and the CPU (docs/perf/cpu.md).
+bool winograd_shape(ConvPass pass, const ConvGeometry& g) {
+  const bool shape = g.r == 3 && g.s == 3 && g.stride == 1 && g.c >= 16 && g.k >= 16;
+  if (!shape || pass == ConvPass::forward) return false;
+  return pass == ConvPass::backward_data || std::min(g.h, g.w) >= 8;
+}
+
+dnnl::convolution_forward::primitive_desc forward_desc(algorithm alg, const Descs& d,
+                                                       const dnnl::engine& eng) {
+  return dnnl::convolution_forward::primitive_desc(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, d.src_any,
+                                      d.weights_any, d.dst_any, d.strides, d.padding, d.padding),
+      user_scratchpad(), eng);
+}
+
+// The algorithm of pass on g on this CPU: Winograd where it suits and oneDNN implements it.
+algorithm algorithm_for(ConvPass pass, const ConvGeometry& g, const Descs& d,
+                        const dnnl::engine& eng) {
+  if (!winograd_shape(pass, g)) return algorithm::convolution_direct;
+  try {
+    forward_desc(algorithm::convolution_winograd, d, eng);
+    return algorithm::convolution_winograd;
+  } catch (const dnnl::error& e) {
+    if (e.status != dnnl_unimplemented) throw;
+    return algorithm::convolution_direct;
+  }
+}
 
 // An input operand (user to inner) or the output (inner to user).
 Operand operand(const dnnl::engine& engine, int arg, const memory::desc& user,
@@ -133,10 +166,8 @@ ConvPrimitives::Entry& ConvPrimitives::Part::entry(ConvPass pass, const ConvGeom
   const dnnl::engine& eng = engine;
   const Descs d = descs_of(g);
   auto e = std::make_unique<Entry>();
-  const dnnl::convolution_forward::primitive_desc fwd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm, d.src_any,
-                                      d.weights_any, d.dst_any, d.strides, d.padding, d.padding),
-      user_scratchpad(), eng);
+  const algorithm alg = algorithm_for(pass, g, d, eng);
+  const dnnl::convolution_forward::primitive_desc fwd = forward_desc(alg, d, eng);
   if (pass == ConvPass::forward) {
     e->primitive = dnnl::convolution_forward(fwd);
     e->in[0] = operand(eng, DNNL_ARG_SRC, d.src, fwd.src_desc(), true);
@@ -145,8 +176,8 @@ ConvPrimitives::Entry& ConvPrimitives::Part::entry(ConvPass pass, const ConvGeom
     e->scratchpad = memory(fwd.scratchpad_desc(), eng, nullptr);
   } else if (pass == ConvPass::backward_data) {
     const dnnl::convolution_backward_data::primitive_desc pd(
-        dnnl::convolution_backward_data::desc(kAlgorithm, d.src_any, d.weights_any, d.dst_any,
-                                              d.strides, d.padding, d.padding),
+        dnnl::convolution_backward_data::desc(alg, d.src_any, d.weights_any, d.dst_any, d.strides,
+                                              d.padding, d.padding),
         user_scratchpad(), eng, fwd);
     e->primitive = dnnl::convolution_backward_data(pd);
     e->in[0] = operand(eng, DNNL_ARG_DIFF_DST, d.dst, pd.diff_dst_desc(), true);
@@ -155,7 +186,7 @@ ConvPrimitives::Entry& ConvPrimitives::Part::entry(ConvPass pass, const ConvGeom
     e->scratchpad = memory(pd.scratchpad_desc(), eng, nullptr);
   } else {
     const dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(kAlgorithm, d.src_any, d.weights_any, d.dst_any,
+        dnnl::convolution_backward_weights::desc(alg, d.src_any, d.weights_any, d.dst_any,
                                                  d.strides, d.padding, d.padding),
         user_scratchpad(), eng, fwd);
     e->primitive = dnnl::convolution_backward_weights(pd);
