@@ -75,21 +75,20 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
-// Note: the backward passes of 3x3 stride-1 convolutions of 16 channels or more run oneDNN's
-// Winograd kernels (jit_wino_4x3) where it has them (AVX-512); everything else runs its direct
-// kernels. Winograd takes half the time on ResNet's 3x3 layers, but its sums are about twice as
-// far from exact as a plain loop's (the direct kernels' are closer than a plain loop's). So:
+// Note: the backward passes of 3x3 stride-1 convolutions of 16 channels or more on maps of 8x8
+// and larger run oneDNN's Winograd kernels (jit_wino_4x3) where it has them (AVX-512); everything
+// else runs its direct kernels. Winograd takes half the time on ResNet's 3x3 layers, but its sums
+// are about twice as far from exact as a plain loop's (the direct kernels' are closer):
 // - the forward pass stays direct: it decides every ReLU, and a pre-activation rounded to the
 //   other side of zero moves every gradient below it (Winograd forwards made ResNet-18's f32
 //   gradients 4x further from exact on real images; Winograd backwards left them unchanged);
-// - the filter gradient uses Winograd on maps of 8x8 and more, where its error stays within twice
-//   a plain loop's; on smaller maps its error is fixed while a plain loop's shrinks.
+// - 4x4 maps stay direct: there Winograd's filter gradient is over twice a plain loop's error,
+//   and it gains least while its 6x6 transformed filters (4x the 3x3 ones) cost most memory.
 // The algorithm is named, never left to convolution_auto, so that the implementation (and with
 // it the order of the sums) is fixed by the pass, the geometry and the CPU (docs/perf/cpu.md).
 bool winograd_shape(ConvPass pass, const ConvGeometry& g) {
-  const bool shape = g.r == 3 && g.s == 3 && g.stride == 1 && g.c >= 16 && g.k >= 16;
-  if (!shape || pass == ConvPass::forward) return false;
-  return pass == ConvPass::backward_data || std::min(g.h, g.w) >= 8;
+  return pass != ConvPass::forward && g.r == 3 && g.s == 3 && g.stride == 1 && g.c >= 16 &&
+         g.k >= 16 && std::min(g.h, g.w) >= 8;
 }
 
 dnnl::convolution_forward::primitive_desc forward_desc(algorithm alg, const Descs& d,
