@@ -234,17 +234,16 @@ TEST_P(F32ConvAccuracy, PassesAreAsAccurateAsPlainLoops) {
   const DirectConv plain = direct_conv<float>(g, x, w, &dy);
   CpuBackend backend(2);
   const DirectConv got = backend_passes(backend, g, x, w, dy);
-  const char* names[] = {"forward", "input gradient", "filter gradient"};
-  const Tensor* gots[] = {&got.y, &got.dx, &got.dw};
-  const Tensor* plains[] = {&plain.y, &plain.dx, &plain.dw};
-  const Tensor* exacts[] = {&exact.y, &exact.dx, &exact.dw};
-  const double times_plain[] = {2, 3, 2};
-  for (int i = 0; i < 3; ++i) {
-    const double plain_error = test::relative_l2(*plains[i], *exacts[i]);
-    EXPECT_LT(test::relative_l2(*gots[i], *exacts[i]), times_plain[i] * plain_error)
-        << names[i] << " of " << g.str() << ": oneDNN's kernels (up to " << CpuBackend::kernel_isa()
+  const auto expect_within = [&](const char* pass, const Tensor& got_pass, const Tensor& plain_pass,
+                                 const Tensor& exact_pass, double times_plain) {
+    const double plain_error = test::relative_l2(plain_pass, exact_pass);
+    EXPECT_LT(test::relative_l2(got_pass, exact_pass), times_plain * plain_error)
+        << pass << " of " << g.str() << ": oneDNN's kernels (up to " << CpuBackend::kernel_isa()
         << ") against a plain f32 loop's " << plain_error;
-  }
+  };
+  expect_within("forward", got.y, plain.y, exact.y, 2);
+  expect_within("input gradient", got.dx, plain.dx, exact.dx, 3);
+  expect_within("filter gradient", got.dw, plain.dw, exact.dw, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeepLayers, F32ConvAccuracy,
