@@ -162,7 +162,7 @@ TEST_P(SmallMapConvTest, AllPassesMatchTheDirectLoops) {
   expect_close(got.dw, ref.dw, g, "weight gradient");
 }
 
-// The f32 passes (oneDNN's convolution primitives) on the same maps, against the f64 loops.
+// The f32 passes (oneDNN's direct primitives, or our Winograd) against the f64 loops.
 TEST_P(SmallMapConvTest, F32PassesMatchTheDirectLoops) {
   const ConvGeometry g = GetParam();
   std::mt19937_64 rng(4);
@@ -179,16 +179,56 @@ TEST_P(SmallMapConvTest, F32PassesMatchTheDirectLoops) {
   EXPECT_LT(test::max_rel_diff(got.dw, ref.dw), 1e-5) << g.str();
 }
 
+std::string geometry_name(const ::testing::TestParamInfo<ConvGeometry>& info) {
+  const ConvGeometry& g = info.param;
+  return str_cat("k", g.r, "_stride", g.stride, "_pad", g.pad, "_", g.h, "x", g.w);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes1To9, SmallMapConvTest, ::testing::ValuesIn(small_map_geometries()),
-                         [](const ::testing::TestParamInfo<ConvGeometry>& info) {
-                           const ConvGeometry& g = info.param;
-                           return str_cat("k", g.r, "_stride", g.stride, "_pad", g.pad, "_", g.h,
-                                          "x", g.w);
-                         });
+                         geometry_name);
+
+class WinogradConv : public ::testing::TestWithParam<ConvGeometry> {};
+
+// The three f32 passes on shapes at the edges of our Winograd (src/backend/cpu/winograd.cpp)
+// against the f64 loops: relative L2 error within 4e-6 (a plain f32 loop's is about 3e-7,
+// Winograd's twice that) and no element off by more than 1e-5 of the largest, which a missed or
+// misplaced tile would exceed.
+TEST_P(WinogradConv, PassesMatchTheF64Loops) {
+  const ConvGeometry g = GetParam();
+  std::mt19937_64 rng(7);
+  const Tensor x = random_tensor<double>({g.n, g.c, g.h, g.w}, rng);
+  const Tensor w = random_tensor<double>({g.k, g.c, g.r, g.s}, rng);
+  const Tensor dy = random_tensor<double>({g.n, g.k, g.p(), g.q()}, rng);
+  CpuBackend backend(2);
+  const DirectConv got =
+      backend_passes(backend, g, test::cast<float, double>(x), test::cast<float, double>(w),
+                     test::cast<float, double>(dy));
+  const DirectConv ref = direct_conv(g, x, w, &dy);
+  const auto expect_close_f32 = [&](const char* pass, const Tensor& got_pass, const Tensor& want) {
+    double largest = 0;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      largest = std::max(largest, std::abs(want.data<double>()[i]));
+    EXPECT_LT(test::relative_l2(got_pass, want), 4e-6) << pass << " of " << g.str();
+    EXPECT_LT(test::max_rel_diff(got_pass, want, largest), 1e-5) << pass << " of " << g.str();
+  };
+  expect_close_f32("forward", got.y, ref.y);
+  expect_close_f32("input gradient", got.dx, ref.dx);
+  expect_close_f32("filter gradient", got.dw, ref.dw);
+}
+
+// Maps that end in part of a 4x4 tile, channels in and out that differ, a thread's part of one
+// image; a 4x5 map (the input gradient runs Winograd, the filter gradient direct); and 48x48
+// maps, where a thread's seven images go through the transforms in two groups (six, then one)
+// and the second group's filter gradient is added to the first's.
+INSTANTIATE_TEST_SUITE_P(Edges, WinogradConv,
+                         ::testing::Values(geometry(3, 16, 9, 13, 24, 3, 1, 1),
+                                           geometry(3, 24, 4, 5, 16, 3, 1, 1),
+                                           geometry(14, 16, 48, 48, 16, 3, 1, 1)),
+                         geometry_name);
 
 // The f32 passes twice on one backend and once on another with the same thread count: bit for
 // bit the same; and the filter gradient is added to what dw holds. A 3x3 layer on 16x16 maps:
-// both backward passes run Winograd where oneDNN has it.
+// both backward passes run Winograd.
 TEST(Conv, F32PassesAreBitIdenticalRunToRun) {
   const ConvGeometry g = geometry(16, 32, 16, 16, 48, 3, 1, 1);
   std::mt19937_64 rng(5);
@@ -215,13 +255,14 @@ TEST(Conv, F32PassesAreBitIdenticalRunToRun) {
 
 class F32ConvAccuracy : public ::testing::TestWithParam<ConvGeometry> {};
 
-// A deep 3x3 layer's three passes in f32 against f64 (relative L2), with whichever kernels oneDNN
-// runs here (the AVX2 pass of the test command runs AVX2's): the forward and the filter gradient
-// within twice a plain sequential f32 loop's error, the input gradient within three times. The
-// filter gradient sums n * p * q products a weight, the others c * 9. Where oneDNN has Winograd
-// (AVX-512), both gradients run it on the 8x8 and 16x16 maps (the input gradient's error is
-// 2.1-2.3 times a plain loop's; the direct kernels' is below a plain loop's); every pass on the
-// 4x4 maps (ResNet-50's last stage on CIFAR-10) is direct.
+// A deep 3x3 layer's three passes in f32 against f64 (relative L2), with the kernels that run
+// here (the AVX2 pass of the test command runs AVX2's): the forward and the filter gradient within
+// twice a plain sequential f32 loop's error, the input gradient within three times. The filter
+// gradient sums n * p * q products a weight, the others c * 9. Both gradients run Winograd on the
+// 8x8 and 16x16 maps, the input gradient also on the 4x4 ones (2.0-2.3 times a plain loop's
+// error; the direct kernels' is below a plain loop's). It fails if the forward runs Winograd
+// (2.1-2.25 times) or the filter gradient does on 4x4 maps (ResNet's last stage on CIFAR-10:
+// 2.4 times).
 TEST_P(F32ConvAccuracy, PassesAreAsAccurateAsPlainLoops) {
   const ConvGeometry g = GetParam();
   std::mt19937_64 rng(6);
@@ -238,8 +279,8 @@ TEST_P(F32ConvAccuracy, PassesAreAsAccurateAsPlainLoops) {
                                  const Tensor& exact_pass, double times_plain) {
     const double plain_error = test::relative_l2(plain_pass, exact_pass);
     EXPECT_LT(test::relative_l2(got_pass, exact_pass), times_plain * plain_error)
-        << pass << " of " << g.str() << ": oneDNN's kernels (up to " << CpuBackend::kernel_isa()
-        << ") against a plain f32 loop's " << plain_error;
+        << pass << " of " << g.str() << ": the backend's kernels (oneDNN's up to "
+        << CpuBackend::kernel_isa() << ") against a plain f32 loop's " << plain_error;
   };
   expect_within("forward", got.y, plain.y, exact.y, 2);
   expect_within("input gradient", got.dx, plain.dx, exact.dx, 3);

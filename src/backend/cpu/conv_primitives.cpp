@@ -9,6 +9,7 @@
 #include "kernels.hpp"
 #include "ringtrain/core/error.hpp"
 #include "signals_deferred.hpp"
+#include "winograd.hpp"
 
 namespace ringtrain::cpu {
 
@@ -75,27 +76,15 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
-// Note: the backward passes of 3x3 stride-1 convolutions of 16 channels or more on maps of 8x8
-// and larger run oneDNN's Winograd kernels (jit_wino_4x3) where it has them (AVX-512); everything
-// else runs its direct kernels. Winograd takes half the time on ResNet's 3x3 layers, but its sums
-// are about twice as far from exact as a plain loop's (the direct kernels' are closer):
-// - the forward pass stays direct: it decides every ReLU, and a pre-activation rounded to the
-//   other side of zero moves every gradient below it (Winograd forwards made ResNet-18's f32
-//   gradients up to 4.6x further from exact on real images; Winograd backwards left them as
-//   they were);
-// - 4x4 maps stay direct: there Winograd's filter gradient is over twice a plain loop's error,
-//   and it gains least while its 6x6 transformed filters (4x the 3x3 ones) cost most memory.
-// The algorithm is named, never left to convolution_auto, so that the implementation (and with
-// it the order of the sums) is fixed by the pass, the geometry and the CPU (docs/perf/cpu.md).
-bool winograd_shape(ConvPass pass, const ConvGeometry& g) {
-  return pass != ConvPass::forward && g.r == 3 && g.s == 3 && g.stride == 1 && g.c >= 16 &&
-         g.k >= 16 && std::min(g.h, g.w) >= 8;
-}
+// Note: convolution_direct, not convolution_auto, so that the implementation (and with it the
+// order of the sums) is fixed by the geometry: auto picks oneDNN's Winograd for some 3x3 shapes on
+// AVX-512 CPUs and not on others. The backward passes that suit Winograd run ours instead
+// (winograd.hpp), the same on every CPU.
+constexpr algorithm kAlgorithm = algorithm::convolution_direct;
 
-dnnl::convolution_forward::primitive_desc forward_desc(algorithm alg, const Descs& d,
-                                                       const dnnl::engine& eng) {
+dnnl::convolution_forward::primitive_desc forward_desc(const Descs& d, const dnnl::engine& eng) {
   return dnnl::convolution_forward::primitive_desc(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, d.src_any,
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm, d.src_any,
                                       d.weights_any, d.dst_any, d.strides, d.padding, d.padding),
       user_scratchpad(), eng);
 }
@@ -115,17 +104,6 @@ Operand operand(const dnnl::engine& engine, int arg, const memory::desc& user,
 
 }  // namespace
 
-void* AlignedBuffer::reserve(size_t bytes) {
-  if (bytes <= bytes_ && data_) return data_.get();
-  const size_t rounded = std::max((bytes + kAlignment - 1) / kAlignment * kAlignment, kAlignment);
-  void* data = std::aligned_alloc(kAlignment, rounded);
-  RT_CHECK(data != nullptr, "conv: aligned_alloc of ", rounded,
-           " bytes for oneDNN's scratchpad failed; use a smaller batch size");
-  data_.reset(data);
-  bytes_ = rounded;
-  return data;
-}
-
 using Key = std::tuple<ConvPass, int, int, int, int, int, int, int, int, int>;
 
 // What one thread's part of the batch owns: its primitives and its buffers.
@@ -136,6 +114,7 @@ struct ConvPrimitives::Part {
   AlignedBuffer scratchpad;  // shared by every primitive of the part, grown to the largest
   AlignedBuffer layouts[3];  // the operands in the primitive's layout: two inputs, the output
   AlignedBuffer gradient;    // the part's filter gradient
+  WinogradScratch winograd;  // our Winograd's buffers
 
   Entry& entry(ConvPass pass, const ConvGeometry& g);
   void run(Entry& e, const void* a, const void* b, void* out);
@@ -148,12 +127,12 @@ ConvPrimitives::~ConvPrimitives() = default;
 
 namespace {
 
-// The primitive of pass on g with algorithm alg, and its operands.
+// The primitive of pass on g, and its operands.
 std::unique_ptr<ConvPrimitives::Entry> make_entry(ConvPass pass, const ConvGeometry& g,
-                                                  algorithm alg, const dnnl::engine& eng) {
+                                                  const dnnl::engine& eng) {
   const Descs d = descs_of(g);
   auto e = std::make_unique<ConvPrimitives::Entry>();
-  const dnnl::convolution_forward::primitive_desc fwd = forward_desc(alg, d, eng);
+  const dnnl::convolution_forward::primitive_desc fwd = forward_desc(d, eng);
   if (pass == ConvPass::forward) {
     e->primitive = dnnl::convolution_forward(fwd);
     e->in[0] = operand(eng, DNNL_ARG_SRC, d.src, fwd.src_desc(), true);
@@ -162,8 +141,8 @@ std::unique_ptr<ConvPrimitives::Entry> make_entry(ConvPass pass, const ConvGeome
     e->scratchpad = memory(fwd.scratchpad_desc(), eng, nullptr);
   } else if (pass == ConvPass::backward_data) {
     const dnnl::convolution_backward_data::primitive_desc pd(
-        dnnl::convolution_backward_data::desc(alg, d.src_any, d.weights_any, d.dst_any, d.strides,
-                                              d.padding, d.padding),
+        dnnl::convolution_backward_data::desc(kAlgorithm, d.src_any, d.weights_any, d.dst_any,
+                                              d.strides, d.padding, d.padding),
         user_scratchpad(), eng, fwd);
     e->primitive = dnnl::convolution_backward_data(pd);
     e->in[0] = operand(eng, DNNL_ARG_DIFF_DST, d.dst, pd.diff_dst_desc(), true);
@@ -172,7 +151,7 @@ std::unique_ptr<ConvPrimitives::Entry> make_entry(ConvPass pass, const ConvGeome
     e->scratchpad = memory(pd.scratchpad_desc(), eng, nullptr);
   } else {
     const dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(alg, d.src_any, d.weights_any, d.dst_any,
+        dnnl::convolution_backward_weights::desc(kAlgorithm, d.src_any, d.weights_any, d.dst_any,
                                                  d.strides, d.padding, d.padding),
         user_scratchpad(), eng, fwd);
     e->primitive = dnnl::convolution_backward_weights(pd);
@@ -189,20 +168,10 @@ std::unique_ptr<ConvPrimitives::Entry> make_entry(ConvPass pass, const ConvGeome
 
 }  // namespace
 
-// Winograd where it suits and oneDNN implements it for this pass, shape and CPU; else direct.
 ConvPrimitives::Entry& ConvPrimitives::Part::entry(ConvPass pass, const ConvGeometry& g) {
   const Key key{pass, g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride, g.pad};
   std::unique_ptr<Entry>& slot = cache[key];
-  if (slot) return *slot;
-  if (winograd_shape(pass, g)) {
-    try {
-      slot = make_entry(pass, g, algorithm::convolution_winograd, engine);
-      return *slot;
-    } catch (const dnnl::error& e) {
-      if (e.status != dnnl_unimplemented) throw;
-    }
-  }
-  slot = make_entry(pass, g, algorithm::convolution_direct, engine);
+  if (!slot) slot = make_entry(pass, g, engine);
   return *slot;
 }
 
@@ -224,11 +193,8 @@ void ConvPrimitives::Part::run(Entry& e, const void* a, const void* b, void* out
   stream.wait();
 }
 
-// Part i of the batch runs on thread i of the pool, single-threaded inside oneDNN, with the
-// asynchronous signals deferred (signals_deferred.hpp).
-void ConvPrimitives::run(const char* call, ConvPass pass, const ConvGeometry& g,
-                         const Operands& o) {
-  std::lock_guard<std::mutex> lock(mutex_);
+void ConvPrimitives::for_each_part(
+    const ConvGeometry& g, const std::function<void(Part&, const ConvGeometry&, int n0)>& body) {
   const int64_t parts = std::min<int64_t>(g.n, static_cast<int64_t>(parts_.size()));
   pool_.parallel_for(parts, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
@@ -236,29 +202,64 @@ void ConvPrimitives::run(const char* call, ConvPass pass, const ConvGeometry& g,
                 n1 = static_cast<int>(g.n * (i + 1) / parts);
       ConvGeometry part = g;
       part.n = n1 - n0;
-      Part& p = *parts_[static_cast<size_t>(i)];
-      void* out = pass == ConvPass::backward_filter
-                      ? p.gradient.reserve(sizeof(float) * size_t(g.k) * g.c * g.r * g.s)
-                      : o.out + n0 * o.out_image;
-      try {
-        single_threaded_onednn();
-        with_signals_deferred(call, [&] {
-          p.run(p.entry(pass, part), o.a + n0 * o.a_image, o.b + n0 * o.b_image, out);
-        });
-      } catch (const dnnl::error& e) {
-        throw Error(str_cat(call, ": oneDNN failed on ", part.str(), ": ", e.what(), " (status ",
-                            int(e.status),
-                            "); the CPU or this oneDNN build lacks a kernel for it"));
-      }
+      body(*parts_[static_cast<size_t>(i)], part, n0);
     }
   });
-  if (pass != ConvPass::backward_filter) return;
-  // The parts' filter gradients are added in part order, whatever order they finished in.
+}
+
+// The parts' filter gradients are added in part order, whatever order they finished in.
+void ConvPrimitives::add_part_gradients(const ConvGeometry& g, float* out) {
+  const int64_t parts = std::min<int64_t>(g.n, static_cast<int64_t>(parts_.size()));
   const int64_t size = int64_t{g.k} * g.c * g.r * g.s;
   for (int64_t i = 0; i < parts; ++i) {
     const auto* sum = static_cast<const float*>(parts_[static_cast<size_t>(i)]->gradient.data());
-    for (int64_t j = 0; j < size; ++j) o.out[j] += sum[j];
+    for (int64_t j = 0; j < size; ++j) out[j] += sum[j];
   }
+}
+
+// Part i of the batch runs on thread i of the pool, single-threaded inside oneDNN, with the
+// asynchronous signals deferred (signals_deferred.hpp).
+void ConvPrimitives::run(const char* call, ConvPass pass, const ConvGeometry& g,
+                         const Operands& o) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (winograd_suits(pass, g)) return run_winograd(pass, g, o);
+  const size_t filter_bytes = sizeof(float) * size_t(g.k) * g.c * g.r * g.s;
+  for_each_part(g, [&](Part& p, const ConvGeometry& part, int n0) {
+    void* out = pass == ConvPass::backward_filter ? p.gradient.reserve(filter_bytes)
+                                                  : o.out + n0 * o.out_image;
+    try {
+      single_threaded_onednn();
+      with_signals_deferred(call, [&] {
+        p.run(p.entry(pass, part), o.a + n0 * o.a_image, o.b + n0 * o.b_image, out);
+      });
+    } catch (const dnnl::error& e) {
+      throw Error(str_cat(call, ": oneDNN failed on ", part.str(), ": ", e.what(), " (status ",
+                          int(e.status), "); the CPU or this oneDNN build lacks a kernel for it"));
+    }
+  });
+  if (pass == ConvPass::backward_filter) add_part_gradients(g, o.out);
+}
+
+// Our Winograd (winograd.hpp): the input gradient's transformed filters are made once, split
+// over the threads by filter, then each part of the batch runs on its thread as in run().
+void ConvPrimitives::run_winograd(ConvPass pass, const ConvGeometry& g, const Operands& o) {
+  if (pass == ConvPass::backward_data) {
+    auto* u =
+        static_cast<float*>(data_filters_.reserve(sizeof(float) * winograd_data_filters_size(g)));
+    pool_.parallel_for(g.k, [&](int64_t k0, int64_t k1) {
+      winograd_data_filters(g, o.b, u, static_cast<int>(k0), static_cast<int>(k1));
+    });
+    for_each_part(g, [&](Part& p, const ConvGeometry& part, int n0) {
+      winograd_backward_data(part, u, o.a + n0 * o.a_image, o.out + n0 * o.out_image, p.winograd);
+    });
+    return;
+  }
+  const size_t filter_bytes = sizeof(float) * size_t(g.k) * g.c * g.r * g.s;
+  for_each_part(g, [&](Part& p, const ConvGeometry& part, int n0) {
+    auto* dw = static_cast<float*>(p.gradient.reserve(filter_bytes));
+    winograd_backward_filter(part, o.a + n0 * o.a_image, o.b + n0 * o.b_image, dw, p.winograd);
+  });
+  add_part_gradients(g, o.out);
 }
 
 void ConvPrimitives::forward(const ConvGeometry& g, const float* x, const float* w, float* y) {

@@ -5,31 +5,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
 #include <vector>
 
+#include "aligned_buffer.hpp"
 #include "ringtrain/backend/geometry.hpp"
 #include "ringtrain/core/thread_pool.hpp"
 
 namespace ringtrain::cpu {
-
-// A heap buffer aligned for vector loads, grown (never shrunk) to the largest size asked for.
-class AlignedBuffer {
- public:
-  void* reserve(size_t bytes);
-  void* data() const { return data_.get(); }
-
- private:
-  static constexpr size_t kAlignment = 4096;
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> data_;
-  size_t bytes_ = 0;
-};
 
 // The batch is split into one contiguous part per thread of the pool; each thread runs the
 // single-threaded primitive of its part, with its own scratchpad and buffers.
@@ -54,9 +41,16 @@ class ConvPrimitives {
     int64_t a_image, b_image, out_image;  // elements per image; 0: not split by image
   };
   void run(const char* call, ConvPass pass, const ConvGeometry& g, const Operands& o);
+  void run_winograd(ConvPass pass, const ConvGeometry& g, const Operands& o);
+  // Calls body(part, its geometry, its first image) for each part of the batch, in parallel.
+  void for_each_part(const ConvGeometry& g,
+                     const std::function<void(Part&, const ConvGeometry&, int n0)>& body);
+  // The parts' filter gradients for g, added to out in part order.
+  void add_part_gradients(const ConvGeometry& g, float* out);
 
   ThreadPool& pool_;
   std::vector<std::unique_ptr<Part>> parts_;  // one per thread
+  AlignedBuffer data_filters_;                // our Winograd's transformed filters
   std::mutex mutex_;                          // one convolution at a time uses the parts
 };
 
