@@ -193,23 +193,28 @@ void ConvPrimitives::Part::run(Entry& e, const void* a, const void* b, void* out
   stream.wait();
 }
 
+int64_t ConvPrimitives::parts_of(const ConvGeometry& g) const {
+  return std::min<int64_t>(g.n, static_cast<int64_t>(parts_.size()));
+}
+
 void ConvPrimitives::for_each_part(
-    const ConvGeometry& g, const std::function<void(Part&, const ConvGeometry&, int n0)>& body) {
-  const int64_t parts = std::min<int64_t>(g.n, static_cast<int64_t>(parts_.size()));
+    const ConvGeometry& g,
+    const std::function<void(Part&, int64_t index, const ConvGeometry&, int n0)>& body) {
+  const int64_t parts = parts_of(g);
   pool_.parallel_for(parts, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int n0 = static_cast<int>(g.n * i / parts),
                 n1 = static_cast<int>(g.n * (i + 1) / parts);
       ConvGeometry part = g;
       part.n = n1 - n0;
-      body(*parts_[static_cast<size_t>(i)], part, n0);
+      body(*parts_[static_cast<size_t>(i)], i, part, n0);
     }
   });
 }
 
 // The parts' filter gradients are added in part order, whatever order they finished in.
 void ConvPrimitives::add_part_gradients(const ConvGeometry& g, float* out) {
-  const int64_t parts = std::min<int64_t>(g.n, static_cast<int64_t>(parts_.size()));
+  const int64_t parts = parts_of(g);
   const int64_t size = int64_t{g.k} * g.c * g.r * g.s;
   for (int64_t i = 0; i < parts; ++i) {
     const auto* sum = static_cast<const float*>(parts_[static_cast<size_t>(i)]->gradient.data());
@@ -224,7 +229,7 @@ void ConvPrimitives::run(const char* call, ConvPass pass, const ConvGeometry& g,
   std::lock_guard<std::mutex> lock(mutex_);
   if (winograd_suits(pass, g)) return run_winograd(pass, g, o);
   const size_t filter_bytes = sizeof(float) * size_t(g.k) * g.c * g.r * g.s;
-  for_each_part(g, [&](Part& p, const ConvGeometry& part, int n0) {
+  for_each_part(g, [&](Part& p, int64_t, const ConvGeometry& part, int n0) {
     void* out = pass == ConvPass::backward_filter ? p.gradient.reserve(filter_bytes)
                                                   : o.out + n0 * o.out_image;
     try {
@@ -241,23 +246,28 @@ void ConvPrimitives::run(const char* call, ConvPass pass, const ConvGeometry& g,
 }
 
 // Our Winograd (winograd.hpp): the input gradient's transformed filters are made once, split
-// over the threads by filter, then each part of the batch runs on its thread as in run().
+// over the threads by filter, then each part of the batch runs on its thread as in run(). The
+// filter gradient's parts sum into their own slices of the same buffer.
 void ConvPrimitives::run_winograd(ConvPass pass, const ConvGeometry& g, const Operands& o) {
+  const size_t filters = winograd_filters_size(g);
+  const size_t sets = pass == ConvPass::backward_data ? 1 : size_t(parts_of(g));
+  auto* transformed =
+      static_cast<float*>(winograd_filters_.reserve(sizeof(float) * filters * sets));
   if (pass == ConvPass::backward_data) {
-    auto* u =
-        static_cast<float*>(data_filters_.reserve(sizeof(float) * winograd_data_filters_size(g)));
+    float* u = transformed;
     pool_.parallel_for(g.k, [&](int64_t k0, int64_t k1) {
       winograd_data_filters(g, o.b, u, static_cast<int>(k0), static_cast<int>(k1));
     });
-    for_each_part(g, [&](Part& p, const ConvGeometry& part, int n0) {
+    for_each_part(g, [&](Part& p, int64_t, const ConvGeometry& part, int n0) {
       winograd_backward_data(part, u, o.a + n0 * o.a_image, o.out + n0 * o.out_image, p.winograd);
     });
     return;
   }
   const size_t filter_bytes = sizeof(float) * size_t(g.k) * g.c * g.r * g.s;
-  for_each_part(g, [&](Part& p, const ConvGeometry& part, int n0) {
+  for_each_part(g, [&](Part& p, int64_t i, const ConvGeometry& part, int n0) {
     auto* dw = static_cast<float*>(p.gradient.reserve(filter_bytes));
-    winograd_backward_filter(part, o.a + n0 * o.a_image, o.b + n0 * o.b_image, dw, p.winograd);
+    winograd_backward_filter(part, o.a + n0 * o.a_image, o.b + n0 * o.b_image, dw,
+                             transformed + filters * size_t(i), p.winograd);
   });
   add_part_gradients(g, o.out);
 }

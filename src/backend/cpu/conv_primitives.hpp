@@ -42,16 +42,24 @@ class ConvPrimitives {
   };
   void run(const char* call, ConvPass pass, const ConvGeometry& g, const Operands& o);
   void run_winograd(ConvPass pass, const ConvGeometry& g, const Operands& o);
-  // Calls body(part, its geometry, its first image) for each part of the batch, in parallel.
-  void for_each_part(const ConvGeometry& g,
-                     const std::function<void(Part&, const ConvGeometry&, int n0)>& body);
+  // How many parts g's batch is split into: one a thread, at least one image each.
+  int64_t parts_of(const ConvGeometry& g) const;
+  // Calls body(part, its index, its geometry, its first image) for each part of the batch, in
+  // parallel.
+  void for_each_part(
+      const ConvGeometry& g,
+      const std::function<void(Part&, int64_t index, const ConvGeometry&, int n0)>& body);
   // The parts' filter gradients for g, added to out in part order.
   void add_part_gradients(const ConvGeometry& g, float* out);
 
   ThreadPool& pool_;
   std::vector<std::unique_ptr<Part>> parts_;  // one per thread
-  AlignedBuffer data_filters_;                // our Winograd's transformed filters
-  std::mutex mutex_;                          // one convolution at a time uses the parts
+  // Note: our Winograd's filters in the transformed domain, 4x the filters' size: the input
+  // gradient's (one set, shared by the parts) or each part's filter-gradient sum (one set a
+  // part). One buffer serves both because a call needs only one kind: on ResNet-18 the largest
+  // of the first (512 channels, 38 MiB) would otherwise sit beside two of the second (256, 9 MiB).
+  AlignedBuffer winograd_filters_;
+  std::mutex mutex_;  // one convolution at a time uses the parts
 };
 
 }  // namespace ringtrain::cpu

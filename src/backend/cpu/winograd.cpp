@@ -242,7 +242,7 @@ bool winograd_suits(ConvPass pass, const ConvGeometry& g) {
          std::min(g.h, g.w) >= smallest_map;
 }
 
-size_t winograd_data_filters_size(const ConvGeometry& g) {
+size_t winograd_filters_size(const ConvGeometry& g) {
   return size_t{kPoints} * size_t(g.k) * size_t(g.c);
 }
 
@@ -284,10 +284,9 @@ void winograd_backward_data(const ConvGeometry& g, const float* u, const float* 
 }
 
 void winograd_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                              WinogradScratch& s) {
+                              float* d, WinogradScratch& s) {
   const Tiling t = tiling_of(g);
   const int64_t plane = int64_t{g.h} * g.w;
-  float* d = reserve(s.filters, int64_t{kPoints} * g.k * g.c);
   for (int n0 = 0; n0 < g.n; n0 += t.images_per_group) {
     const int images = std::min(t.images_per_group, g.n - n0);
     const int tiles = images * t.per_image;

@@ -27,11 +27,11 @@ bool winograd_suits(ConvPass pass, const ConvGeometry& g);
 struct WinogradScratch {
   AlignedBuffer staged;          // one image's eight channels, one vector a pixel
   AlignedBuffer transformed[2];  // a group of tiles, in the transformed domain
-  AlignedBuffer filters;         // the filter gradient in the transformed domain
 };
 
-// Floats of the input-gradient pass's transformed filters u.
-size_t winograd_data_filters_size(const ConvGeometry& g);
+// Floats of one set of g's filters in the transformed domain: the input gradient's u, or the
+// filter gradient's sum d.
+size_t winograd_filters_size(const ConvGeometry& g);
 
 // u[P][k][c] for the filters k in [k0, k1): w[k][c] flipped (the input gradient is the
 // transposed convolution) and transformed. Threads may fill disjoint ranges of k at once.
@@ -41,8 +41,9 @@ void winograd_data_filters(const ConvGeometry& g, const float* w, float* u, int 
 void winograd_backward_data(const ConvGeometry& g, const float* u, const float* dy, float* dx,
                             WinogradScratch& s);
 
-// dw = the filter gradient of g.n images (overwritten, not added to).
+// dw = the filter gradient of g.n images (overwritten, not added to); d holds
+// winograd_filters_size(g) floats of scratch.
 void winograd_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                              WinogradScratch& s);
+                              float* d, WinogradScratch& s);
 
 }  // namespace ringtrain::cpu
