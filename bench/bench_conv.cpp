@@ -4,7 +4,6 @@
 // With ONEDNN_MAX_CPU_ISA=AVX2 it measures what an AVX2 machine runs.
 //   build/bench/bench_conv --batch-size 64 --threads 2
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -28,9 +27,9 @@ double median_ms(int reps, const std::function<void()>& call) {
   call();
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = bench::Clock::now();
     call();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    times.push_back(bench::seconds_since(t0));
   }
   return bench::median(times) * 1e3;
 }

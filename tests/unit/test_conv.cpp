@@ -162,18 +162,26 @@ TEST_P(SmallMapConvTest, AllPassesMatchTheDirectLoops) {
   expect_close(got.dw, ref.dw, g, "weight gradient");
 }
 
-// The f32 passes (oneDNN's direct primitives, or our Winograd) against the f64 loops.
-TEST_P(SmallMapConvTest, F32PassesMatchTheDirectLoops) {
-  const ConvGeometry g = GetParam();
-  std::mt19937_64 rng(4);
+// The backend's f32 passes on 2 threads (oneDNN's direct primitives, or our Winograd) and the
+// f64 loops, on the same random operands.
+struct F32AndExact {
+  DirectConv got, ref;
+};
+
+F32AndExact f32_passes_and_f64_loops(const ConvGeometry& g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
   const Tensor x = random_tensor<double>({g.n, g.c, g.h, g.w}, rng);
   const Tensor w = random_tensor<double>({g.k, g.c, g.r, g.s}, rng);
   const Tensor dy = random_tensor<double>({g.n, g.k, g.p(), g.q()}, rng);
   CpuBackend backend(2);
-  const DirectConv got =
-      backend_passes(backend, g, test::cast<float, double>(x), test::cast<float, double>(w),
-                     test::cast<float, double>(dy));
-  const DirectConv ref = direct_conv(g, x, w, &dy);
+  return {backend_passes(backend, g, test::cast<float, double>(x), test::cast<float, double>(w),
+                         test::cast<float, double>(dy)),
+          direct_conv(g, x, w, &dy)};
+}
+
+TEST_P(SmallMapConvTest, F32PassesMatchTheDirectLoops) {
+  const ConvGeometry g = GetParam();
+  const auto [got, ref] = f32_passes_and_f64_loops(g, 4);
   EXPECT_LT(test::max_rel_diff(got.y, ref.y), 1e-5) << g.str();
   EXPECT_LT(test::max_rel_diff(got.dx, ref.dx), 1e-5) << g.str();
   EXPECT_LT(test::max_rel_diff(got.dw, ref.dw), 1e-5) << g.str();
@@ -195,15 +203,7 @@ class WinogradConv : public ::testing::TestWithParam<ConvGeometry> {};
 // misplaced tile would exceed.
 TEST_P(WinogradConv, PassesMatchTheF64Loops) {
   const ConvGeometry g = GetParam();
-  std::mt19937_64 rng(7);
-  const Tensor x = random_tensor<double>({g.n, g.c, g.h, g.w}, rng);
-  const Tensor w = random_tensor<double>({g.k, g.c, g.r, g.s}, rng);
-  const Tensor dy = random_tensor<double>({g.n, g.k, g.p(), g.q()}, rng);
-  CpuBackend backend(2);
-  const DirectConv got =
-      backend_passes(backend, g, test::cast<float, double>(x), test::cast<float, double>(w),
-                     test::cast<float, double>(dy));
-  const DirectConv ref = direct_conv(g, x, w, &dy);
+  const auto [got, ref] = f32_passes_and_f64_loops(g, 7);
   const auto expect_close_f32 = [&](const char* pass, const Tensor& got_pass, const Tensor& want) {
     double largest = 0;
     for (int64_t i = 0; i < want.numel(); ++i)

@@ -162,33 +162,22 @@ struct TileBlock {
   }
 };
 
-// B^T d B of each 6x6 patch (padding 1) of one image's channels (planes, h x w each).
-void transform_patches(const float* planes, const ConvGeometry& g, const Tiling& t,
-                       const TileBlock& out, float* staged) {
-  const int cols = 4 * t.cols + 2;
+// Line's 2-D transform of the In x In window at each 4x4 tile of one image's channels (planes,
+// h x w each), the map zero-padded by (In - 4) / 2: with InputLine, B^T d B of each 6x6 patch
+// (padding 1); with GradientLine, the F(3x3, 4x4) transform of each 4x4 output-gradient tile.
+template <int In, class Line>
+void transform_tiles(const float* planes, const ConvGeometry& g, const Tiling& t,
+                     const TileBlock& out, float* staged, Line line) {
+  constexpr int border = (In - 4) / 2;
+  const int cols = 4 * t.cols + 2 * border;
   const int64_t plane = int64_t{g.h} * g.w, point = out.point();
   for (int c0 = 0; c0 < out.channels; c0 += kLanes) {
-    stage(planes + c0 * plane, g.h, g.w, t, 1, staged);
+    stage(planes + c0 * plane, g.h, g.w, t, border, staged);
     const auto* pixels = reinterpret_cast<const v8*>(staged);
     for (int ty = 0; ty < t.rows; ++ty)
       for (int tx = 0; tx < t.cols; ++tx)
-        transform_2d<6, 6>(pixels + 4 * (ty * cols + tx), cols, 1, out.at(ty * t.cols + tx, c0),
-                           6 * point, point, InputLine{});
-  }
-}
-
-// The F(3x3, 4x4) transform of each 4x4 tile of one image's output gradient (planes, h x w each).
-void transform_gradient_tiles(const float* planes, const ConvGeometry& g, const Tiling& t,
-                              const TileBlock& out, float* staged) {
-  const int cols = 4 * t.cols;
-  const int64_t plane = int64_t{g.h} * g.w, point = out.point();
-  for (int c0 = 0; c0 < out.channels; c0 += kLanes) {
-    stage(planes + c0 * plane, g.h, g.w, t, 0, staged);
-    const auto* pixels = reinterpret_cast<const v8*>(staged);
-    for (int ty = 0; ty < t.rows; ++ty)
-      for (int tx = 0; tx < t.cols; ++tx)
-        transform_2d<4, 6>(pixels + 4 * (ty * cols + tx), cols, 1, out.at(ty * t.cols + tx, c0),
-                           6 * point, point, GradientLine{});
+        transform_2d<In, 6>(pixels + 4 * (ty * cols + tx), cols, 1, out.at(ty * t.cols + tx, c0),
+                            6 * point, point, line);
   }
 }
 
@@ -271,7 +260,7 @@ void winograd_backward_data(const ConvGeometry& g, const float* u, const float* 
     float* staged = reserve(s.staged, int64_t{kLanes} * (4 * t.rows + 2) * (4 * t.cols + 2));
     for (int i = 0; i < images; ++i) {
       v.first = int64_t{i} * t.per_image;
-      transform_patches(dy + int64_t{n0 + i} * g.k * plane, g, t, v, staged);
+      transform_tiles<6>(dy + int64_t{n0 + i} * g.k * plane, g, t, v, staged, InputLine{});
     }
     for (int p = 0; p < kPoints; ++p)
       gemm(false, false, tiles, g.c, g.k, 1.0f, v.data + p * tiles * g.k, g.k,
@@ -295,8 +284,8 @@ void winograd_backward_filter(const ConvGeometry& g, const float* x, const float
     float* staged = reserve(s.staged, int64_t{kLanes} * (4 * t.rows + 2) * (4 * t.cols + 2));
     for (int i = 0; i < images; ++i) {
       v.first = z.first = int64_t{i} * t.per_image;
-      transform_patches(x + int64_t{n0 + i} * g.c * plane, g, t, v, staged);
-      transform_gradient_tiles(dy + int64_t{n0 + i} * g.k * plane, g, t, z, staged);
+      transform_tiles<6>(x + int64_t{n0 + i} * g.c * plane, g, t, v, staged, InputLine{});
+      transform_tiles<4>(dy + int64_t{n0 + i} * g.k * plane, g, t, z, staged, GradientLine{});
     }
     for (int p = 0; p < kPoints; ++p)
       gemm(true, false, g.k, g.c, tiles, 1.0f, z.data + p * tiles * g.k, g.k,
