@@ -381,6 +381,58 @@ void check_fits(hid_t file, const std::string& path, const std::vector<Section>&
   }
 }
 
+// One tensor of a section, copied to the host in f32.
+Tensor host_copy(Backend& backend, const Section& s, const ParamInfo& info) {
+  Tensor host = Tensor::zeros(info.shape, DType::f32);
+  backend.copy(s.flat.slice(info.offset, info.shape), host);
+  return host;
+}
+
+// Why a checkpoint's optimizer cannot be continued by this ringtrain, or "": an optimizer it
+// does not have (an empty name too), or more updates than steps (or fewer than none).
+std::string optimizer_problem(const CheckpointMeta& m) {
+  const NameTable<OptimizerKind>& known = names_of<OptimizerKind>();
+  if (std::none_of(known.begin(), known.end(),
+                   [&](const auto& k) { return k.first == m.optimizer; }))
+    return str_cat("it holds the state of optimizer '", m.optimizer,
+                   "', which this ringtrain does not have");
+  if (m.optimizer_steps < 0 || m.optimizer_steps > m.step)
+    return str_cat("it counts ", m.optimizer_steps, " optimizer updates in ", m.step,
+                   " steps (at most one per step)");
+  return "";
+}
+
+// Why a checkpoint's optimizer state cannot continue its optimizer (optimizer_problem first), or
+// "": every state tensor that optimizer keeps is there, with one dataset per parameter of the
+// parameter's name and shape, and no other state.
+std::string state_problem(hid_t file, const std::string& path, const CheckpointMeta& m) {
+  const int64_t format = read_format(file, path);
+  const std::vector<std::string>& kept =
+      state_names(parse<OptimizerKind>("optimizer", m.optimizer));
+  if (format >= 4) {
+    std::vector<std::string> expected = kept;
+    std::sort(expected.begin(), expected.end());
+    const std::vector<std::string> stored = group_names(file, path, "optimizer");
+    if (stored != expected)
+      return str_cat("its /optimizer holds {", join(stored, ", "), "} where ", m.optimizer,
+                     " keeps {", join(expected, ", "), "}");
+  }
+  const std::vector<std::string> params = group_names(file, path, "params");
+  for (const std::string& name : kept) {
+    const std::string group = state_group(name, format);
+    if (group_names(file, path, group) != params)
+      return str_cat("its /", group, " does not hold one tensor per parameter");
+    for (const std::string& p : params) {
+      const Shape shape = stored_shape(file, path, str_cat("/", group, "/", p));
+      const Shape param = stored_shape(file, path, str_cat("/params/", p));
+      if (shape != param)
+        return str_cat("its /", group, "/", p, " is ", shape_str(shape), ", the parameter ",
+                       shape_str(param));
+    }
+  }
+  return "";
+}
+
 void create_group(hid_t file, const char* name) {
   Handle group(H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   hdf5_check(group.get(), str_cat("checkpoint: H5Gcreate2 of /", name));
@@ -392,10 +444,9 @@ void check_optimizer(const std::string& path, const CheckpointMeta& meta,
                      const Optimizer& optimizer) {
   const std::string& running = to_string(optimizer.kind());
   RT_CHECK_AS(ConfigError, meta.optimizer == running, "checkpoint ", path,
-              " holds the state of --optimizer ",
-           meta.optimizer, ", and this run trains with --optimizer ", running, ": resume with ",
-           "--optimizer ", meta.optimizer, ", or start a new run from its weights with ",
-           "--init-from ", path);
+              " holds the state of --optimizer ", meta.optimizer,
+              ", and this run trains with --optimizer ", running, ": resume with ", "--optimizer ",
+              meta.optimizer, ", or start a new run from its weights with ", "--init-from ", path);
 }
 
 }  // namespace
@@ -414,11 +465,8 @@ void write_checkpoint(const std::string& path, Backend& backend, const Parameter
           Handle group(H5Gcreate2(file, s.group.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                        H5Gclose);
           hdf5_check(group.get(), str_cat("checkpoint: H5Gcreate2 of /", s.group));
-          for (const ParamInfo& info : *s.infos) {
-            Tensor host = Tensor::zeros(info.shape, DType::f32);
-            backend.copy(s.flat.slice(info.offset, info.shape), host);
-            write_tensor(group.get(), info.name, host);
-          }
+          for (const ParamInfo& info : *s.infos)
+            write_tensor(group.get(), info.name, host_copy(backend, s, info));
           group.close(str_cat("checkpoint: H5Gclose of /", s.group));
         }
         write_meta(file, meta);
@@ -435,17 +483,45 @@ CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets) {
   Handle file = open_checkpoint(path);
   CheckpointMeta meta = read_meta(file.get(), path);
   std::vector<float> values;
+  std::string problem;
   const std::vector<std::string> names = dataset_names(file.get(), path);
-  for (const std::string& name : names) read_verified(file.get(), path, name, values);
+  for (const std::string& name : names) {
+    read_verified(file.get(), path, name, values);
+    if (problem.empty()) problem = loaded_values_problem(name, values.data(), values.size());
+  }
   if (datasets) *datasets = static_cast<int64_t>(names.size());
+  if (problem.empty()) problem = optimizer_problem(meta);
+  if (problem.empty()) problem = state_problem(file.get(), path, meta);
+  RT_CHECK_AS(UnloadableCheckpoint, problem.empty(), "checkpoint: ", path,
+              ": every checksum matches, but no run can resume from it: ", problem,
+              "; resume from an earlier checkpoint of the run (--resume auto takes the newest ",
+              "one that loads)");
   return meta;
+}
+
+std::string unloadable_state(Backend& backend, const ParameterSet& params,
+                             const std::vector<OptimizerState>& state) {
+  for (const Section& s : sections(params, &state, kFormat))
+    for (const ParamInfo& info : *s.infos) {
+      const Tensor host = host_copy(backend, s, info);
+      const std::string problem =
+          loaded_values_problem(str_cat("/", s.group, "/", info.name),
+                                static_cast<const float*>(host.raw()), host.numel());
+      if (!problem.empty()) return problem;
+    }
+  return "";
 }
 
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
                      Optimizer* optimizer) {
   Handle file = open_checkpoint(path);
   const CheckpointMeta meta = read_meta(file.get(), path);
-  if (optimizer) check_optimizer(path, meta, *optimizer);
+  if (optimizer) {
+    const std::string problem = optimizer_problem(meta);
+    RT_CHECK_AS(UnloadableCheckpoint, problem.empty(), "checkpoint ", path, ": ", problem,
+                ": the file is corrupt; resume from an earlier checkpoint of the run");
+    check_optimizer(path, meta, *optimizer);
+  }
   const std::vector<Section> all =
       sections(params, optimizer ? &optimizer->state() : nullptr, read_format(file.get(), path));
   check_fits(file.get(), path, all);

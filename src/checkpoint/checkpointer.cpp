@@ -11,15 +11,25 @@
 
 namespace ringtrain {
 
-Checkpointer::Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity)
+Checkpointer::Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity,
+                           int64_t last_step)
     : config_(config),
       comm_(comm),
       identity_(std::move(identity)),
+      last_step_(last_step),
       rotation_(config.checkpoint_dir, config.keep_checkpoints, identity_),
       last_save_(Clock::now()) {}
 
 RunPosition Checkpointer::resume(Backend& backend, ParameterSet& params, Optimizer& optimizer,
                                  LossScaler& scaler) {
+  const RunPosition start = load(backend, params, optimizer, scaler);
+  if (comm_.rank() == 0)
+    rotation_.refuse_steps_of_other_runs(start.step, last_step_, last_written_);
+  return start;
+}
+
+RunPosition Checkpointer::load(Backend& backend, ParameterSet& params, Optimizer& optimizer,
+                               LossScaler& scaler) {
   if (config_.resume == ResumeFrom::none) return {};
   const std::string path = checkpoint_to_resume();
   if (path.empty()) return {};
@@ -124,10 +134,27 @@ void Checkpointer::save(const RunPosition& at, Backend& backend, const Parameter
   meta.optimizer = to_string(optimizer.kind());
   meta.optimizer_steps = optimizer.steps();
   const std::string path = checkpoint_path(config_.checkpoint_dir, at.step);
-  if (comm_.rank() == 0) write_and_verify(path, backend, params, optimizer, meta);
+  if (comm_.rank() == 0) {
+    check_before_writing(path, at.step, backend, params, optimizer);
+    write_and_verify(path, backend, params, optimizer, meta);
+  }
   comm_.barrier();  // no rank goes on (or exits) before the file is in place
   last_written_ = path;
   last_save_ = Clock::now();
+}
+
+void Checkpointer::check_before_writing(const std::string& path, int64_t step, Backend& backend,
+                                        const ParameterSet& params, const Optimizer& optimizer) {
+  const std::string problem = unloadable_state(backend, params, optimizer.state());
+  if (!problem.empty())
+    throw DivergedError(
+        str_cat("train: diverged: at step ", step, " the model's ", problem,
+                ", which no run can resume from: checkpoint ", path, " not written; ",
+                last_written_.empty() ? std::string("this run has no earlier checkpoint")
+                                      : str_cat("the newest loadable one is ", last_written_,
+                                                " (--resume auto continues from it)"),
+                "; likely --lr ", config_.lr, " is too high (lower it or add --warmup-steps)"));
+  rotation_.refuse_to_replace(path);
 }
 
 // Rank 0's part of save(): the file written (with a progress line every --log-interval seconds

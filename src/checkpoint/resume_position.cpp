@@ -66,4 +66,11 @@ ResumePosition resume_position(const CheckpointMeta& saved, const CheckpointMeta
   return p;
 }
 
+std::string run_mismatch(const CheckpointMeta& saved, const CheckpointMeta& now) {
+  const std::string mismatch = checkpoint_mismatch(saved, now);
+  if (!mismatch.empty() || saved.optimizer == now.optimizer) return mismatch;
+  return str_cat("it holds the state of --optimizer ", saved.optimizer, " (this run: --optimizer ",
+                 now.optimizer, ")");
+}
+
 }  // namespace ringtrain

@@ -1,6 +1,8 @@
 #include "ringtrain/core/temporary_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,13 +66,30 @@ std::string random_suffix() {
   return text;
 }
 
+// Creates `path` exclusively and locks it; -1 with errno set when it cannot (EEXIST: try another
+// name).
+// Note: the lock tells a starting run's clean-up (prepare_checkpoint_dir) that a live process
+// writes this file. The clean-up removes a temporary only while it holds the lock itself, so a
+// file removed between our open and our lock has no link left, and we start over under a new
+// name. Where the file system has no flock the file is written unlocked, as before.
+int create_locked(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  struct stat st {};
+  if (fd >= 0 && flock(fd, LOCK_EX) == 0 && fstat(fd, &st) == 0 && st.st_nlink == 0) {
+    close(fd);  // an unlinked file we never wrote: nothing to lose
+    errno = EEXIST;
+    return -1;
+  }
+  return fd;
+}
+
 }  // namespace
 
 TemporaryFile::TemporaryFile(std::string target) : target_(std::move(target)) {
   int error = EEXIST;
   for (int attempt = 0; attempt < 100 && fd_ < 0 && error == EEXIST; ++attempt) {
     path_ = target_ + ".tmp-" + random_suffix();
-    fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    fd_ = create_locked(path_);
     error = errno;
   }
   RT_CHECK(fd_ >= 0, "creating the temporary file ", path_, " failed: ", std::strerror(error));

@@ -1,6 +1,8 @@
 #include "ringtrain/exchange/model_export.hpp"
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -62,8 +64,18 @@ SafeTensors checkpoint_as_torchvision(const std::string& path, bool count_forwar
 
 // The initial weights in `path`: a checkpoint's model in torchvision's names (load_model checks
 // its values), or the file's.
+// Whether the file at `path` starts with HDF5's signature.
+bool is_hdf5(const std::string& path) {
+  char start[8] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(start, sizeof(start)) && std::memcmp(start, "\211HDF\r\n\032\n", 8) == 0;
+}
+
 SafeTensors read_initial_weights(const std::string& path) {
   if (!is_checkpoint(path)) {
+    check_input_file(path, "--init-from", "a checkpoint or safetensors file");
+    RT_CHECK(!is_hdf5(path), "an HDF5 file without /params, so not a checkpoint (a dataset, ",
+             "say): name a checkpoint (ckpt-stepNNNNNNNN.h5) or a safetensors file");
     SafeTensors file = read_safetensors(path);
     for (const SafeTensor& t : file.tensors)
       if (t.dtype == SafeDType::f32)

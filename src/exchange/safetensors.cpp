@@ -78,21 +78,30 @@ void check_start(const std::string& path, const std::vector<char>& start, uint64
            ": the header does not start with '{': not a safetensors file, or corrupt");
 }
 
-// The whole file, read only once its first bytes pass check_start (so a large file of another
-// kind is refused without reading it).
-std::vector<char> read_all(const std::string& path) {
+// An open safetensors file: its header's bytes (the 8-byte length and the JSON), read only once
+// its first bytes pass check_start (so a large file of another kind is refused without reading
+// it), and the stream positioned at the data.
+struct OpenedFile {
+  std::ifstream in;
+  std::vector<char> header;
+  uint64_t data_size = 0;
+};
+
+OpenedFile open_header(const std::string& path) {
   const auto size = static_cast<uint64_t>(check_input_file(path, "safetensors:", "a file"));
-  std::ifstream in(path, std::ios::binary);
-  RT_CHECK(in, "safetensors: cannot open ", path, ": ", std::strerror(errno));
-  std::vector<char> bytes(std::min<uint64_t>(size, 9));
-  RT_CHECK(in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())),
+  OpenedFile f{std::ifstream(path, std::ios::binary), {}, 0};
+  RT_CHECK(f.in, "safetensors: cannot open ", path, ": ", std::strerror(errno));
+  f.header.resize(std::min<uint64_t>(size, 9));
+  RT_CHECK(f.in.read(f.header.data(), static_cast<std::streamsize>(f.header.size())),
            "safetensors: ", "reading ", path, " failed at its first bytes");
-  check_start(path, bytes, size);
-  bytes.resize(size);
-  RT_CHECK(in.read(bytes.data() + 9, static_cast<std::streamsize>(size - 9)),
-           "safetensors: ", "reading ", path, " failed after ", 9 + in.gcount(), " of ", size,
-           " bytes");
-  return bytes;
+  check_start(path, f.header, size);
+  const uint64_t n = get_u64(f.header.data());
+  f.header.resize(8 + n);
+  RT_CHECK(f.in.read(f.header.data() + 9, static_cast<std::streamsize>(n - 1)),
+           "safetensors: ", "reading ", path, " failed after ", 9 + f.in.gcount(), " of its ",
+           8 + n, " header bytes");
+  f.data_size = size - 8 - n;
+  return f;
 }
 
 SafeDType parse_dtype(const std::string& path, const std::string& name, const json& entry) {
@@ -204,14 +213,6 @@ json parse_json(const std::string& path, const char* begin, const char* end) {
 
 // The header of the file `bytes` (whose start passed check_start), checked as JSON; the data
 // size in `data_size`.
-json parse_header(const std::string& path, const std::vector<char>& bytes, uint64_t& data_size) {
-  const uint64_t n = get_u64(bytes.data());
-  // Note: a header that starts with '{' and parses is a JSON object.
-  const json header = parse_json(path, bytes.data() + 8, bytes.data() + 8 + n);
-  data_size = bytes.size() - 8 - n;
-  return header;
-}
-
 }  // namespace
 
 const char* dtype_name(SafeDType t) {
@@ -246,17 +247,16 @@ void write_safetensors(const std::string& path, const SafeTensors& file) {
 }
 
 SafeTensors read_safetensors(const std::string& path) {
-  const std::vector<char> bytes = read_all(path);
-  uint64_t data_size = 0;
-  const json header = parse_header(path, bytes, data_size);
-  const char* data = bytes.data() + (bytes.size() - data_size);
+  OpenedFile f = open_header(path);
+  // Note: a header that starts with '{' and parses is a JSON object.
+  const json header = parse_json(path, f.header.data() + 8, f.header.data() + f.header.size());
   SafeTensors file;
   std::vector<ByteRange> ranges;
   try {
     for (const auto& [name, entry] : header.items()) {
       if (name != "__metadata__") {
         ranges.emplace_back();
-        file.tensors.push_back(parse_tensor(path, name, entry, data_size, ranges.back()));
+        file.tensors.push_back(parse_tensor(path, name, entry, f.data_size, ranges.back()));
         continue;
       }
       for (const auto& [key, value] : entry.items()) {
@@ -269,9 +269,14 @@ SafeTensors read_safetensors(const std::string& path) {
     throw Error(str_cat("safetensors: ", path, ": a header entry lacks dtype, shape or ",
                         "data_offsets, or has the wrong kind of value (", e.what(), ")"));
   }
-  check_layout(path, ranges, data_size);
-  for (size_t i = 0; i < ranges.size(); ++i)
-    file.tensors[i].bytes.assign(data + ranges[i].begin, data + ranges[i].end);
+  check_layout(path, ranges, f.data_size);  // before the data is read: it covers them exactly
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    std::vector<char>& bytes = file.tensors[i].bytes;
+    bytes.resize(ranges[i].end - ranges[i].begin);
+    f.in.seekg(static_cast<std::streamoff>(f.header.size() + ranges[i].begin));
+    RT_CHECK(f.in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())),
+             "safetensors: reading ", path, " failed in tensor ", file.tensors[i].name);
+  }
   return file;
 }
 

@@ -3,7 +3,7 @@
 namespace ringtrain {
 
 AdamW::AdamW(ParameterSet& params, Backend& backend, const OptimizerConfig& config)
-    : Optimizer(params, backend, {"exp_avg", "exp_avg_sq"}),
+    : Optimizer(params, backend, OptimizerKind::adamw),
       config_(config),
       runs_(params.decay_runs(config.decay_norm_and_bias)) {
   RT_CHECK_AS(ConfigError, config.beta1 >= 0 && config.beta1 < 1,

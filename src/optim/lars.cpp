@@ -3,7 +3,7 @@
 namespace ringtrain {
 
 Lars::Lars(ParameterSet& params, Backend& backend, const OptimizerConfig& config)
-    : Optimizer(params, backend, {"momentum"}),
+    : Optimizer(params, backend, OptimizerKind::lars),
       config_(config),
       runs_(params.parameter_runs(false)),
       run_values_(backend.zeros({2 * static_cast<int64_t>(runs_.size())}, DType::f32)) {

@@ -2,11 +2,16 @@
 
 namespace ringtrain {
 
-Optimizer::Optimizer(ParameterSet& params, Backend& backend,
-                     const std::vector<std::string>& state_names)
+const std::vector<std::string>& state_names(OptimizerKind kind) {
+  static const std::vector<std::string> momentum = {"momentum"};
+  static const std::vector<std::string> moments = {"exp_avg", "exp_avg_sq"};
+  return kind == OptimizerKind::adamw ? moments : momentum;
+}
+
+Optimizer::Optimizer(ParameterSet& params, Backend& backend, OptimizerKind kind)
     : params_(params), backend_(backend) {
   const Tensor& flat = params.flat_params();
-  for (const std::string& name : state_names)
+  for (const std::string& name : state_names(kind))
     state_.push_back({name, backend.zeros(flat.shape(), flat.dtype())});
 }
 

@@ -3,7 +3,7 @@
 namespace ringtrain {
 
 Sgd::Sgd(ParameterSet& params, Backend& backend, const OptimizerConfig& config)
-    : Optimizer(params, backend, {"momentum"}),
+    : Optimizer(params, backend, OptimizerKind::sgd),
       config_(config),
       runs_(params.decay_runs(config.decay_norm_and_bias)) {
   RT_CHECK_AS(ConfigError, config.momentum >= 0, "sgd: --momentum must be >= 0, got ",

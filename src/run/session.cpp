@@ -2,8 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <thread>
 
 #include "ringtrain/backend/devices.hpp"
@@ -44,6 +47,7 @@ CheckpointMeta checkpoint_identity(const TrainConfig& c, const ResNetConfig& mc,
                    data.train.width, "x", data.train.channels, ")");
   m.data_fingerprint = data_fingerprint(data, data_path(c));
   m.seed = c.seed;
+  m.optimizer = to_string(c.optim.kind);
   m.batch_per_rank = c.batch_size;
   m.world_size = world.size();
   m.accum_steps = c.accum_steps;
@@ -52,6 +56,15 @@ CheckpointMeta checkpoint_identity(const TrainConfig& c, const ResNetConfig& mc,
   m.effective_config = c.effective_config;
   m.version = RINGTRAIN_VERSION;
   return m;
+}
+
+// Who claims the checkpoint folder, as a run refused there reads it.
+std::string run_holder(const TrainConfig& c) {
+  char started[32] = "";
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  if (gmtime_r(&now, &utc)) std::strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S UTC", &utc);
+  return str_cat("pid ", getpid(), " on ", host_name(), ", started ", started, ": ", describe(c));
 }
 
 LrSchedule make_schedule(const TrainConfig& c, int64_t total_steps) {
@@ -76,9 +89,12 @@ TrainSession::TrainSession(const TrainConfig& requested)
     const std::string placement = describe_placement(world);  // collective: every rank calls it
     spdlog::info("{}", placement);
   }
-  if (world.is_root())  // before any training: an unwritable folder would fail the first save
-    for (const std::string& path : prepare_checkpoint_dir(config.checkpoint_dir))
+  if (world.is_root()) {  // before any training: an unwritable folder would fail the first save
+    CheckpointFolder folder = prepare_checkpoint_dir(config.checkpoint_dir, run_holder(config));
+    checkpoint_claim = std::move(folder.claim);
+    for (const std::string& path : folder.removed)
       spdlog::info("removed {}, left by an interrupted checkpoint", path);
+  }
   use_cpu_share(config, world);
   delay_startup(config);
   data = load_data(config, comm);
@@ -91,7 +107,8 @@ TrainSession::TrainSession(const TrainConfig& requested)
   report.emplace(config, world.is_root(), world.size(), length.total_steps, length.epochs,
                  length.global_batch);
   checkpoints.emplace(config, comm,
-                      checkpoint_identity(config, model_config, data, world, train_source));
+                      checkpoint_identity(config, model_config, data, world, train_source),
+                      length.total_steps);
 }
 
 void TrainSession::build_model() {

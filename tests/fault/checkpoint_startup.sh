@@ -2,7 +2,7 @@
 # --checkpoint-dir at start-up: a missing folder is created; one that cannot be written (a
 # read-only file system, a path under a regular file) ends every rank before the first step with
 # an error naming the folder and the system's reason; the *.h5.tmp a crashed checkpoint left are
-# removed (and logged) at the next start, and nothing else is.
+# removed (and logged) at the next start, and nothing else is: not a temporary a live process holds.
 source "$(dirname "$0")/checkpoint_common.sh"
 
 if run_train --steps 2 --checkpoint-dir "$dir/new/sub" >"$dir/new.log" 2>&1 && [ -d "$dir/new/sub" ]; then
@@ -51,4 +51,22 @@ if run_train --steps 2 --checkpoint-dir "$c" --no-final-checkpoint >"$dir/tmp.lo
 else
   fail "stale temporaries: left $(ls "$c" | tr '\n' ' ')" "$dir/tmp.log"
 fi
+# A temporary that a live process holds (a checkpoint being written: TemporaryFile locks it) is
+# not a crash's: it stays, and the writer's rename would otherwise fail.
+l=$dir/live
+mkdir -p "$l"
+echo writing >"$l/ckpt-step00000013.h5.tmp-4d5e6f"
+echo torn >"$l/ckpt-step00000015.h5.tmp-7a8b9c"
+flock "$l/ckpt-step00000013.h5.tmp-4d5e6f" sleep 60 &
+holder=$!
+sleep 0.5
+if run_train --steps 2 --checkpoint-dir "$l" --no-final-checkpoint >"$dir/live.log" 2>&1 &&
+  [ "$(ls "$l" | tr '\n' ' ')" = "ckpt-step00000013.h5.tmp-4d5e6f " ] &&
+  grep -q "removed .*ckpt-step00000015.h5.tmp-7a8b9c" "$dir/live.log"; then
+  ok "a temporary another process is writing stays; a crash's is removed"
+else
+  fail "a live temporary: left $(ls "$l" | tr '\n' ' ')" "$dir/live.log"
+fi
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
 finish checkpoint_startup

@@ -30,6 +30,14 @@ limit=(prlimit --as=3000000000)
 under_asan && limit=()
 expect_error init_from_sparse "sparse.safetensors: the header does not start with '{'" \
   "${limit[@]}" "$bin" train --data "$data" "${model[@]}" --steps 1 --init-from "$dir/sparse.safetensors"
+# A 4 GiB file starting with a valid empty header ({}): its layout is checked before its data
+# is read, so it is refused under the same limit instead of ending in std::bad_alloc.
+printf '\002\0\0\0\0\0\0\0{}' >"$dir/empty_header.safetensors"
+truncate -s 4G "$dir/empty_header.safetensors"
+expect_error init_from_empty_header "empty_header.safetensors: the tensors end at byte 0 of the 4294967286-byte data" \
+  "${limit[@]}" "$bin" train --data "$data" "${model[@]}" --steps 1 --init-from "$dir/empty_header.safetensors"
+expect_error init_from_dataset "--init-from $data: an HDF5 file without /params, so not a checkpoint" \
+  "$bin" train --data "$data" "${model[@]}" --steps 1 --init-from "$data"
 mkdir "$dir/bin"
 mkfifo "$dir/bin/data_batch_1.bin"
 expect_error convert "data_batch_1.bin: is a FIFO (named pipe)" \

@@ -18,6 +18,14 @@ class CorruptCheckpoint : public Error {
   using Error::Error;
 };
 
+// A checkpoint whose bytes are whole (every checksum matches) but whose contents no run can
+// continue from: a value no training writes (check_loaded_values), an optimizer state tensor
+// missing or misshapen, an update count outside [0, step], an optimizer this ringtrain lacks.
+class UnloadableCheckpoint : public Error {
+ public:
+  using Error::Error;
+};
+
 // Where a run stands and what it is, beside the tensors of a checkpoint.
 struct CheckpointMeta {
   int64_t step = 0;              // optimizer steps done
@@ -66,9 +74,12 @@ void write_checkpoint(const std::string& path, Backend& backend, const Parameter
 // truncated, not HDF5), lacks the meta or its checksum does not match.
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 
-// Reads the meta and every tensor of a checkpoint and checks their checksums: throws an Error
-// naming the file and the first dataset that does not match. Returns the meta, and the number
-// of datasets checked in `datasets` when given.
+// Reads the meta and every tensor of a checkpoint and checks their checksums: throws a
+// CorruptCheckpoint naming the file and the first dataset that does not match. Then checks that
+// a run could resume from it (the same rules as load_checkpoint, without a model: every value,
+// the optimizer's name, its state tensors mirroring /params, its update count): throws an
+// UnloadableCheckpoint naming the first problem. Returns the meta, and the number of datasets
+// checked in `datasets` when given.
 CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets = nullptr);
 
 // The parameters (also refreshing their compute copy), buffers and, when `optimizer` is given,
@@ -84,11 +95,17 @@ CheckpointMeta verify_checkpoint(const std::string& path, int64_t* datasets = nu
 void load_checkpoint(const std::string& path, Backend& backend, ParameterSet& params,
                      Optimizer* optimizer);
 
+// Why the state of a run cannot be written as a checkpoint that loads, or "" when it can: the
+// first parameter, buffer or optimizer state tensor holding a value no load accepts
+// (loaded_values_problem), read through `backend` one tensor at a time.
+std::string unloadable_state(Backend& backend, const ParameterSet& params,
+                             const std::vector<OptimizerState>& state);
+
 // Whether `path` is a regular HDF5 file with a checkpoint's layout (a /params group).
 bool is_checkpoint(const std::string& path);
 
-// `ringtrain inspect` of a checkpoint: its meta, after verifying every dataset (throws naming
-// the first corrupt one).
+// `ringtrain inspect` of a checkpoint: its meta, after verify_checkpoint (throws naming the first
+// corrupt dataset, or saying that every checksum matches but no run can resume from it, and why).
 std::string inspect_checkpoint(const std::string& path);
 
 }  // namespace ringtrain

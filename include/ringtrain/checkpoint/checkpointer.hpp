@@ -25,9 +25,11 @@ struct RunPosition {
 // writes.
 class Checkpointer {
  public:
-  // `identity`: the model, data, seed and batch recipe of this run. The signals reach it
-  // through install_stop_signal_handlers(), which train() calls first.
-  Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity);
+  // `identity`: the model, data, seed, optimizer and batch recipe of this run; `last_step`: the
+  // step it ends at. The signals reach it through install_stop_signal_handlers(), which train()
+  // calls first.
+  Checkpointer(const TrainConfig& config, Communicator& comm, CheckpointMeta identity,
+               int64_t last_step);
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
@@ -37,6 +39,8 @@ class Checkpointer {
   // where to continue (the start when there is nothing to resume). Throws when the checkpoint
   // belongs to another model, data (by content), seed, or its position in the epoch cannot be
   // continued exactly under this run's batch recipe (resume_position), unless --resume-force.
+  // Then (rank 0) refuses to start when another run's checkpoint stands at a step this run may
+  // write.
   RunPosition resume(Backend& backend, ParameterSet& params, Optimizer& optimizer,
                      LossScaler& scaler);
 
@@ -63,6 +67,12 @@ class Checkpointer {
   // The file --resume names after verifying it (throws naming the corrupt dataset), or for
   // "auto" the newest good checkpoint ("" when none).
   std::string checkpoint_to_resume() const;
+  RunPosition load(Backend& backend, ParameterSet& params, Optimizer& optimizer,
+                   LossScaler& scaler);
+  // Rank 0, before `path` is written: a diverged state (one no run could resume from) ends the
+  // run as diverged, keeping the newest loadable checkpoint; another run's file is not replaced.
+  void check_before_writing(const std::string& path, int64_t step, Backend& backend,
+                            const ParameterSet& params, const Optimizer& optimizer);
   void save(const RunPosition& at, Backend& backend, const ParameterSet& params,
             const Optimizer& optimizer, const LossScaler& scaler);
   void write_and_verify(const std::string& path, Backend& backend, const ParameterSet& params,
@@ -73,6 +83,7 @@ class Checkpointer {
   const TrainConfig& config_;
   Communicator& comm_;
   CheckpointMeta identity_;
+  int64_t last_step_;
   CheckpointRotation rotation_;  // rank 0's
   std::chrono::steady_clock::time_point last_save_;
   std::string last_written_;

@@ -9,6 +9,10 @@ namespace ringtrain {
 // (by content fingerprint) or another seed (which orders every epoch's samples otherwise).
 std::string checkpoint_mismatch(const CheckpointMeta& saved, const CheckpointMeta& now);
 
+// Why a saved checkpoint is another run's ("" when it is this run's): checkpoint_mismatch, or
+// another optimizer (whose state this run cannot continue).
+std::string run_mismatch(const CheckpointMeta& saved, const CheckpointMeta& now);
+
 // CheckpointMeta::sample_order of a run whose train images are streamed in windows of
 // `window_images` (0: held in memory, one permutation of the whole split per epoch).
 std::string describe_sample_order(int64_t window_images);

@@ -14,6 +14,10 @@ enum class OptimizerKind { sgd, lars, adamw };
 template <>
 const NameTable<OptimizerKind>& names_of<OptimizerKind>();
 
+// The names of the state tensors an optimizer of `kind` keeps, one per parameter element each:
+// what a checkpoint of that optimizer must hold under /optimizer/.
+const std::vector<std::string>& state_names(OptimizerKind kind);
+
 // Every optimizer's settings, as the configuration gives them; each optimizer reads its own.
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::sgd;
@@ -64,8 +68,8 @@ class Optimizer {
   void set_steps(int64_t steps);
 
  protected:
-  // State tensors called `state_names`, zero.
-  Optimizer(ParameterSet& params, Backend& backend, const std::vector<std::string>& state_names);
+  // The state tensors of `kind` (state_names), zero.
+  Optimizer(ParameterSet& params, Backend& backend, OptimizerKind kind);
   // The update of number steps() (already counted).
   virtual void update(float lr, float grad_scale) = 0;
   // Backend::optimizer_step of `rule` over the parameters, their gradients and the state.

@@ -51,7 +51,8 @@ class TrainSession {
 
   World& world;
   MpiCommunicator comm;
-  TrainConfig config;  // per rank; --workers auto resolved
+  CheckpointFolderClaim checkpoint_claim;  // rank 0's, held while the run lives
+  TrainConfig config;                      // per rank; --workers auto resolved
   Dataset data;
   ResNetConfig model_config;                   // in_channels and classes taken from the data
   std::unique_ptr<TrainingStrategy> strategy;  // one device, DDP or DataParallel
