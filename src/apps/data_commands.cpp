@@ -10,6 +10,7 @@
 #include "ringtrain/checkpoint/checkpoint.hpp"
 #include "ringtrain/core/cpus.hpp"
 #include "ringtrain/core/input_file.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/data/provenance.hpp"
 #include "ringtrain/import/cifar10_bin.hpp"
@@ -147,6 +148,12 @@ void run_import_cifar(const ToolCommands& t) {
 
 // `data convert`: the binary distribution's folder, with its provenance.
 void run_convert(const ToolCommands& t) {
+  std::vector<FlagPath> batches;
+  for (const char* name :
+       {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+        "data_batch_5.bin", "test_batch.bin", "batches.meta.txt"})
+    batches.push_back({"dir", (std::filesystem::path(t.convert_dir) / name).string()});
+  check_outputs_apart({{"--out", t.out}}, batches, "data convert: ");
   check_output_file(t.out, true, "data convert: ");
   const Dataset d = read_cifar10_bin(t.convert_dir);
   Provenance p;

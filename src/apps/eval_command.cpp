@@ -91,6 +91,8 @@ std::function<void(int64_t, int64_t)> progress_printer(bool root) {
 
 void evaluate(const EvalCommand& c, World& world) {
   const auto start = std::chrono::steady_clock::now();
+  check_outputs_apart({{"--out", c.out}}, {{"--checkpoint", c.checkpoint}, {"--data", c.data}},
+                      "eval: ");
   const std::unique_ptr<Backend> backend = make_inference_backend(c.device, c.threads, world);
   LoadedModel loaded = load_model(c.checkpoint, *backend, backend->compute_dtype());
   // The train images stay on disk unless they are evaluated.

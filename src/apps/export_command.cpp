@@ -1,6 +1,7 @@
 #include "export_command.hpp"
 
 #include "cli.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/exchange/model_export.hpp"
 
 namespace ringtrain::cli {
@@ -24,6 +25,7 @@ void add_export_command(CLI::App& app, ExportCommand& e) {
 
 bool run_export_command(const ExportCommand& e) {
   if (!e.cmd->parsed()) return false;
+  check_outputs_apart({{"out", e.out}}, {{"--checkpoint", e.checkpoint}}, "export: ");
   export_checkpoint(e.checkpoint, e.out, e.force);
   return true;
 }

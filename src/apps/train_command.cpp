@@ -10,6 +10,7 @@
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/checkpoint/stop_signal.hpp"
 #include "ringtrain/core/exit_codes.hpp"
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/data/hdf5_io.hpp"
 #include "ringtrain/distributed/world.hpp"
 #include "ringtrain/parallel/backends.hpp"
@@ -277,6 +278,23 @@ void resolve_config(CLI::App& cmd, JobFlags& job, TrainConfig& config) {
   config.effective_config = effective.toml;
 }
 
+// No output of a run replaces one of its inputs: the data, the --config file, the checkpoint it
+// resumes, the --init-from weights.
+void check_run_outputs(CLI::App& cmd, const TrainConfig& c, int rank) {
+  const CLI::Option* file = cmd.get_config_ptr();
+  const std::string config_file = file && file->count() > 0 ? file->as<std::string>() : "";
+  std::vector<FlagPath> outputs = {{"--summary", c.summary_path}, {"--metrics", c.metrics_path}};
+  if (c.profile == ProfileMode::trace)
+    outputs.push_back({"--trace-dir", str_cat(c.trace_dir, "/trace_rank", rank, ".json")});
+  if (c.conv_algo_cache != "none") outputs.push_back({"--conv-algo-cache", c.conv_algo_cache});
+  check_outputs_apart(outputs,
+                      {{"--data", c.data},
+                       {"--config", config_file},
+                       {"--resume", c.resume_file},
+                       {"--init-from", c.init_from}},
+                      str_cat(cmd.get_name(), ": "));
+}
+
 // `train` or `diagnose`, on every rank of the job.
 int run_job(CLI::App& cmd, bool training, JobFlags& job, TrainConfig& config) {
   // Before MPI_Init (Open MPI leaves SIGTERM and SIGUSR1 alone) and the data loading: a stop
@@ -286,6 +304,7 @@ int run_job(CLI::App& cmd, bool training, JobFlags& job, TrainConfig& config) {
   if (!world.is_root()) spdlog::set_level(spdlog::level::warn);  // rank 0 logs for the job
   try {
     resolve_config(cmd, job, config);
+    check_run_outputs(cmd, config, world.rank());
     if (job.print_config) {
       if (world.is_root()) std::fputs(config.effective_config.c_str(), stdout);
       return exit_code::kOk;

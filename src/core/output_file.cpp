@@ -20,8 +20,8 @@ void create_parent_folder(const std::string& path, const std::string& flag) {
            error.message(), "; choose a writable path");
 }
 
-void check_output_outside(const std::string& out, const std::string& input,
-                          const std::string& what) {
+void check_output_outside(const std::string& out, const std::string& input, const std::string& what,
+                          const std::string& input_flag) {
   namespace fs = std::filesystem;
   std::error_code error;
   fs::path at = fs::weakly_canonical(fs::absolute(out, error), error);
@@ -29,11 +29,19 @@ void check_output_outside(const std::string& out, const std::string& input,
   for (bool first = true;; first = false) {
     std::error_code differs;  // either path missing: not the same
     RT_CHECK_AS(ConfigError, !fs::equivalent(at, input, differs), what, out,
-                first ? " is " : " lies inside ", input,
-                ", which this command reads: write the output elsewhere");
+                first ? " is " : " lies inside ", input, ", which this command reads",
+                input_flag.empty() ? "" : " as " + input_flag, ": write the output elsewhere");
     if (at == at.parent_path()) return;
     at = at.parent_path();
   }
+}
+
+void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector<FlagPath>& inputs,
+                         const std::string& what) {
+  for (const FlagPath& out : outputs)
+    for (const FlagPath& in : inputs)
+      if (!out.path.empty() && !in.path.empty())
+        check_output_outside(out.path, in.path, str_cat(what, out.flag, " "), in.flag);
 }
 
 std::ofstream open_output(const std::string& path, const std::string& flag, bool append) {

@@ -4,6 +4,7 @@
 // reason and the remedy.
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace ringtrain {
 
@@ -19,9 +20,21 @@ void check_output(std::ofstream& out, const std::string& path, const std::string
 
 // Throws a ConfigError (a usage error) when `out` is `input` or lies inside it (a folder), by
 // filesystem identity: a link, a hard link or another spelling of the same path is caught. `what`
-// starts the message ("data import-images: ").
-void check_output_outside(const std::string& out, const std::string& input,
-                          const std::string& what);
+// starts the message ("data import-images: "); `input_flag`, when given, names the input.
+void check_output_outside(const std::string& out, const std::string& input, const std::string& what,
+                          const std::string& input_flag = "");
+
+// A file a command reads or writes, with the flag that names it ("--data").
+struct FlagPath {
+  std::string flag;
+  std::string path;  // "" when the flag is not given: skipped
+};
+
+// Throws a ConfigError (a usage error) when one of a command's `outputs` is one of its `inputs`
+// or lies inside one (a folder), by filesystem identity as check_output_outside: no command
+// writes over what it reads. `what` starts the message ("eval: ").
+void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector<FlagPath>& inputs,
+                         const std::string& what);
 
 // Writes `text` as the whole of `path`, atomically (a reader sees the old file or the new one),
 // its folder created first.
