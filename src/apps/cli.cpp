@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "ringtrain/core/error.hpp"
@@ -21,6 +23,45 @@ std::string show_number(double v) {
   return fmt::format("{}", v);
 }
 
+// The number `text` holds as a whole, as strtod reads it ("0x10", "inf" and "nan" too).
+std::optional<double> read_number(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') return std::nullopt;
+  return v;
+}
+
+size_t skip_digits(const std::string& text, size_t i) {
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+  return i;
+}
+
+// Whether `text` is a number in decimal: [+-] digits [. digits] [e [+-] digits], a digit before
+// or after the point.
+bool is_decimal(const std::string& text) {
+  size_t i = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+  const size_t whole_end = skip_digits(text, i);
+  size_t digits = whole_end - i;
+  i = whole_end;
+  if (i < text.size() && text[i] == '.') {
+    const size_t fraction_end = skip_digits(text, i + 1);
+    digits += fraction_end - (i + 1);
+    i = fraction_end;
+  }
+  if (digits == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    const size_t sign = i + 1 < text.size() && (text[i + 1] == '+' || text[i + 1] == '-') ? 1 : 0;
+    const size_t exponent_end = skip_digits(text, i + 1 + sign);
+    if (exponent_end == i + 1 + sign) return false;
+    i = exponent_end;
+  }
+  return i == text.size();
+}
+
+std::string not_decimal(const std::string& value) {
+  return str_cat("'", value, "' is not a decimal number: write it in decimal digits");
+}
+
 // A finite number in [lo, hi] ((lo, hi] when lo_open), whole for an integer flag. CLI11's own
 // checks print the whole double range and let NaN through; this says what is wanted.
 CLI::Validator bounded(double lo, double hi, bool whole, bool lo_open, const std::string& hint) {
@@ -28,10 +69,11 @@ CLI::Validator bounded(double lo, double hi, bool whole, bool lo_open, const std
       str_cat(lo_open ? "(" : "[", show_number(lo), ", ", show_number(hi), "]");
   return CLI::Validator(
       [=](std::string& value) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0') return "'" + value + "' is not a number";
+        const std::optional<double> number = read_number(value);
+        if (!number) return "'" + value + "' is not a number";
+        const double v = *number;
         if (!std::isfinite(v)) return "must be a finite number in " + range + ", got " + value;
+        if (!is_decimal(value)) return not_decimal(value);
         if (whole && v != std::floor(v)) return "must be a whole number, got " + value;
         if (lo_open ? v <= lo : v < lo)
           return str_cat("must be ", lo_open ? "> " : ">= ", show_number(lo), hint, ", got ",
@@ -69,11 +111,13 @@ CLI::Validator workers_or_auto() {
   const CLI::Validator count = whole(0, limits::kMaxWorkers);
   return CLI::Validator(
       [count](std::string& value) -> std::string {
-        if (value == "auto" || value == "cores") {
-          value =
-              std::to_string(value == "auto" ? limits::kWorkersAuto : limits::kWorkersFromCores);
+        std::string word = value;
+        for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (word == "auto" || word == "cores") {
+          value = std::to_string(word == "auto" ? limits::kWorkersAuto : limits::kWorkersFromCores);
           return "";
         }
+        if (!read_number(value)) return str_cat("'", value, "' is not a number, auto or cores");
         return count(value);
       },
       str_cat("[0, ", limits::kMaxWorkers, "]|auto|cores"));
@@ -115,13 +159,52 @@ const CLI::Validator kDecimal(
     },
     "");
 
-void decimal_integers(CLI::App& app) {
+// Note: a TOML string may hold any control character ("data.h5\u0000x"), which a path or a name
+// never needs: a NUL would cut the path short where the system reads it.
+const CLI::Validator kNoControlCharacters(
+    [](std::string& value) -> std::string {
+      for (size_t i = 0; i < value.size(); ++i) {
+        const auto c = static_cast<unsigned char>(value[i]);
+        if (c < 0x20 || c == 0x7f)
+          return fmt::format(
+              "holds a control character (byte 0x{:02x} at offset {}): remove it (no path, name "
+              "or number has one)",
+              c, i);
+      }
+      return "";
+    },
+    "");
+
+void check_every_value(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_expected_min() == 0) continue;  // a switch: true or false
     const std::string type = value_type(*opt);
     // Note: a transform runs before the checks added earlier, which then see the decimal text.
     if (type == "INT" || type == "UINT") opt->transform(kDecimal);
+    opt->transform(kNoControlCharacters);
   }
-  for (CLI::App* sub : app.get_subcommands({})) decimal_integers(*sub);
+  for (CLI::App* sub : app.get_subcommands({})) check_every_value(*sub);
+}
+
+CLI::Validator decimal_real(bool single) {
+  return CLI::Validator(
+      [single](std::string& value) -> std::string {
+        const std::optional<double> number = read_number(value);
+        if (!number || !std::isfinite(*number)) return "";  // the flag's range check says why
+        if (!is_decimal(value)) return not_decimal(value);
+        const std::string mantissa = value.substr(0, value.find_first_of("eE"));
+        if (mantissa.find_first_of("123456789") == std::string::npos) {
+          value = "0";  // -0 and 0.0e5 alike: the setting holds +0, as it is written back
+          return "";
+        }
+        const double v = *number;
+        const bool lost = single ? std::fabs(v) < 1 && static_cast<float>(v) == 0 : v == 0;
+        if (lost)
+          return str_cat("'", value, "' is too close to 0 for this setting (a ",
+                         single ? "32" : "64", "-bit float holds it as 0): write a larger number");
+        return "";
+      },
+      "");
 }
 
 const CLI::Validator kFolderPath(

@@ -33,10 +33,16 @@ extern const CLI::Validator kFolderPath;
 // of its type name, before what its checks describe).
 std::string value_type(const CLI::Option& opt);
 
-// Makes every whole-number option of `app` and its subcommands read decimal digits only, also
-// with leading zeros ("010" is 10); "0x", "0o" and "0b" numbers are refused. Called once, after
-// every option is added.
-void decimal_integers(CLI::App& app);
+// Makes every option of `app` and its subcommands refuse a value holding a control character
+// (a newline, a NUL from a TOML string), and every whole-number option read decimal digits
+// only, also with leading zeros ("010" is 10); "0x", "0o" and "0b" numbers are refused. Called
+// once, after every option is added.
+void check_every_value(CLI::App& app);
+
+// A floating-point setting's text, checked before its range: decimal only ("0x10", which C reads
+// as 16, is refused), never a nonzero number that the setting's type (32-bit when `single`)
+// holds as 0 (1e-50), and a zero written as "0" (-0 would not read back from a configuration).
+CLI::Validator decimal_real(bool single);
 
 // Every flag bound to a setting also says what the setting holds now (its default function,
 // which --help shows as the default and a configuration file is written from: config_file.hpp).
@@ -48,12 +54,14 @@ void decimal_integers(CLI::App& app);
 template <class T>
 CLI::Option* add_setting(CLI::App& cmd, const std::string& flag, T& value, const std::string& help,
                          bool zero_is_unset = false) {
-  return cmd.add_option(flag, value, help)->default_function([&value, zero_is_unset] {
+  CLI::Option* opt = cmd.add_option(flag, value, help)->default_function([&value, zero_is_unset] {
     if constexpr (std::is_arithmetic_v<T>)
       return zero_is_unset && value == 0 ? std::string() : fmt::format("{}", value);
     else
       return std::string(value);
   });
+  if constexpr (std::is_floating_point_v<T>) opt->transform(decimal_real(std::is_same_v<T, float>));
+  return opt;
 }
 
 // A flag that sets `value`, to false for a "!--no-x" flag; it holds "true" while `value` is

@@ -45,9 +45,11 @@ std::string read_text(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
-  RT_CHECK_AS(
-      ConfigError, fs::is_regular_file(status), "--config ", path, ": ",
-      !fs::exists(status) ? "no such file" : (error ? error.message() : "not a regular file"));
+  // Note: a link loop (ELOOP) leaves the status unknown, not "not found": the system names it.
+  RT_CHECK_AS(ConfigError, fs::is_regular_file(status), "--config ", path, ": ",
+              status.type() == fs::file_type::not_found ? "no such file"
+              : error ? str_cat(error.message(), ": check the path and its links")
+                      : "not a regular file");
   std::ifstream in(path, std::ios::binary);
   RT_CHECK_AS(ConfigError, in.is_open(), "--config ", path,
               ": cannot open: ", std::strerror(errno));
@@ -56,6 +58,52 @@ std::string read_text(const std::string& path) {
   RT_CHECK_AS(ConfigError, !in.bad(), "--config ", path,
               ": reading failed: ", std::strerror(errno));
   return text.str();
+}
+
+// Note: toml++ recurses once for each part of a dotted key or a [section] name: some tens of
+// thousands of parts overflow the stack. The settings are flat, so a file is refused before it is
+// parsed where a name has more parts than any file should (its inline tables and arrays toml++
+// itself nests at most 256 deep).
+constexpr int kMaxNameParts = 8;
+
+// The index of the last character of the string that opens at `i` (a quote), counting the lines
+// it spans into `line`; an unterminated one ends before its line does.
+size_t string_end(std::string_view text, size_t i, size_t& line) {
+  const std::string_view triple = text[i] == '"' ? "\"\"\"" : "'''";
+  const std::string_view close = text.compare(i, 3, triple) == 0 ? triple : triple.substr(0, 1);
+  for (size_t j = i + close.size(); j < text.size(); ++j) {
+    if (text[j] == '\n') {
+      if (close.size() == 1) return j - 1;
+      ++line;
+    } else if (text[j] == '\\' && close[0] == '"') {
+      ++j;
+      if (j < text.size() && text[j] == '\n') ++line;
+    } else if (text.compare(j, close.size(), close) == 0) {
+      return j + close.size() - 1;
+    }
+  }
+  return text.size();
+}
+
+// The line (from 1) of the first key or [section] name of more than kMaxNameParts parts, or 0.
+// Only a name has more than one dot between separators: a number or a date has one at most.
+size_t deep_name_line(std::string_view text) {
+  size_t line = 1;
+  int parts = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' || c == '\'') {
+      i = string_end(text, i, line);
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '.') {
+      if (++parts > kMaxNameParts) return line;
+    } else if (std::string_view(",=[]{}\n").find(c) != std::string_view::npos) {
+      parts = 1;
+      if (c == '\n') ++line;
+    }
+  }
+  return 0;
 }
 
 ConfigFile read_config_file(const std::string& path) {
@@ -67,6 +115,11 @@ ConfigFile read_config_file(const std::string& path) {
     const size_t start = line.find_first_not_of(" \t");
     file.lines.push_back(start == std::string::npos ? "" : line.substr(start));
   }
+  const size_t deep = deep_name_line(text);
+  RT_CHECK_AS(ConfigError, deep == 0, file.where(deep), "a key or [section] name of more than ",
+              kMaxNameParts,
+              " dotted parts: sections and dotted keys are not read; write each "
+              "setting at the top of the file as a flag's long name without the dashes (lr = 0.1)");
   try {
     file.table = toml::parse(std::string_view(text), std::string_view(path));
   } catch (const toml::parse_error& e) {
@@ -172,6 +225,11 @@ void check_unset(const ConfigFile& file, const Item& item, CLI::Option* opt,
 // The text `opt` reads for the key's value, or a ConfigError naming the type it takes.
 std::string text_for(const CLI::Option& opt, const ConfigFile& file, const Item& item) {
   const Kind kind = kind_of(opt);
+  const auto* integer = item.node->as_integer();
+  RT_CHECK_AS(ConfigError, integer == nullptr || integer->flags() == toml::value_flags::none,
+              file.where(item.line), "key '", item.key,
+              "' is not written in decimal digits (TOML's 0x, 0o and 0b integers are not read): "
+              "write it in decimal");
   const std::optional<std::string> text = flag_text(kind, *item.node);
   RT_CHECK_AS(ConfigError, text.has_value(), file.where(item.line), "key '", item.key, "' takes ",
               kind_name(kind), ", not a TOML ", item.node->type());

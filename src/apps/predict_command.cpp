@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
@@ -48,6 +49,17 @@ nlohmann::json predictions_json(const std::string& checkpoint,
   return {{"checkpoint", checkpoint}, {"predictions", images}};
 }
 
+// An image file: never empty, never a folder (predict reads the files named, not a folder's).
+const CLI::Validator kImageFile(
+    [](std::string& value) -> std::string {
+      std::error_code error;
+      if (value.empty()) return "an empty argument: name an image file";
+      if (std::filesystem::is_directory(value, error))
+        return str_cat("'", value, "' is a folder: name its image files (", value, "/*.png)");
+      return "";
+    },
+    "FILE");
+
 }  // namespace
 
 void add_predict_command(CLI::App& app, PredictCommand& p) {
@@ -57,7 +69,7 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
       "scaled to cover the model's image size and centre-cropped, as data import-images --size "
       "does)");
   p.cmd->add_option("--checkpoint", p.checkpoint, "checkpoint file")->required()->check(kFilePath);
-  p.cmd->add_option("images", p.images, "PNG or JPEG files")->required();
+  p.cmd->add_option("images", p.images, "PNG or JPEG files")->required()->check(kImageFile);
   p.cmd->add_option("--top", p.top, "classes to show per image (at most the model's classes)")
       ->check(whole(1, 1000000))
       ->capture_default_str();

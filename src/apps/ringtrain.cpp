@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   cli::add_predict_command(app, predict);
   cli::ExportCommand export_command;
   cli::add_export_command(app, export_command);
-  cli::decimal_integers(app);
+  cli::check_every_value(app);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return str_cat("ringtrain: error: ", e.what(), "\nRun with --help for more information.\n");
   });

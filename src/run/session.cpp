@@ -162,11 +162,17 @@ std::vector<std::string> TrainSession::gpus_in_use() {
 void TrainSession::build_length() {
   const int64_t batches = train_source.batches->batches_per_epoch();
   length.steps_per_epoch = batches / config.accum_steps;
-  RT_CHECK(length.steps_per_epoch > 0, "train: ", batches, " batches per epoch cannot make one ",
-           "step of ", config.accum_steps, " micro-batches");
+  RT_CHECK_AS(ConfigError, length.steps_per_epoch > 0, "config: --accum-steps ", config.accum_steps,
+              " is more than the ", batches,
+              " batches of an epoch (per rank): lower --accum-steps to ", batches,
+              " or fewer, or lower --batch-size");
   length.total_steps = config.steps > 0 ? config.steps
                                         : checked_mul(config.epochs, length.steps_per_epoch,
                                                       "train: --epochs x steps");
+  RT_CHECK_AS(ConfigError, config.warmup_steps < length.total_steps, "config: --warmup-steps ",
+              config.warmup_steps, " must be shorter than the run of ", length.total_steps,
+              " steps (--epochs ", config.epochs, " x ", length.steps_per_epoch,
+              " per epoch): lower --warmup-steps, or raise --epochs or --steps");
   length.epochs = (length.total_steps + length.steps_per_epoch - 1) / length.steps_per_epoch;
   length.global_batch = int64_t{config.batch_size} * world.size() * config.accum_steps;
   schedule = make_schedule(config, length.total_steps);

@@ -99,6 +99,12 @@ void TrainConfig::validate() const {
   RT_CHECK_AS(ConfigError, grad_comm == GradComm::f32 || device == DeviceKind::cuda,
               "config: --grad-comm bf16 is for DDP on CUDA (NCCL sums bf16; MPI on the CPU has no "
               "bf16 type); drop it, or add --device cuda");
+  RT_CHECK_AS(ConfigError, schedule != Schedule::onecycle || warmup_steps == 0,
+              "config: --schedule onecycle has its own warmup (30% of the run): drop "
+              "--warmup-steps, or choose another --schedule");
+  RT_CHECK_AS(ConfigError, steps == 0 || warmup_steps < steps, "config: --warmup-steps ",
+              warmup_steps, " must be shorter than the run of --steps ", steps,
+              ": lower --warmup-steps or raise --steps");
   RT_CHECK_AS(ConfigError, resume != ResumeFrom::file || !resume_file.empty(),
               "config: --resume needs a checkpoint file or auto");
   RT_CHECK_AS(ConfigError, init_from.empty() || resume == ResumeFrom::none,

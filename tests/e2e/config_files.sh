@@ -177,6 +177,55 @@ usage_error binary_file "$dir/binary.toml:1" "(the file is TOML" -- \
 usage_error unwritable_value "--print-config: cannot write --data" -- \
   train --data "$(printf 'a\377.h5')" --print-config
 
+# refused NAME EXPECTED...: `train --config $dir/NAME.toml` exits 2 naming the file and EXPECTED.
+refused() {
+  local name=$1
+  shift
+  usage_error "$name" "$dir/$name.toml" "$@" -- train --config "$dir/$name.toml" --print-config
+}
+# A name nested past any setting's (a dotted key or a [section] of tens of thousands of parts
+# overflowed the parser's stack: a crash without a message) is refused before parsing, naming
+# the line; so are the deep dotted keys of an inline table. Arrays and inline tables nested past
+# 256 the parser refuses itself.
+python3 -c 'print("lr = 0.1\n" + "a." * 40000 + "a = 1")' >"$dir/deep_key.toml"
+refused deep_key "deep_key.toml:2: " "more than 8 dotted parts"
+python3 -c 'print("[" + "a." * 100000 + "a]")' >"$dir/deep_section.toml"
+refused deep_section "deep_section.toml:1: " "more than 8 dotted parts"
+printf 'lr = 0.1\nx = [{b.b.b.b.b.b.b.b.b = 1}]\n' >"$dir/deep_inline_key.toml"
+refused deep_inline_key "deep_inline_key.toml:2: " "more than 8 dotted parts"
+python3 -c 'print("x = " + "[" * 100000 + "]" * 100000)' >"$dir/deep_array.toml"
+refused deep_array "maximum nested value depth"
+python3 -c 'print("x = " + "{b=" * 100000 + "1" + "}" * 100000)' >"$dir/deep_inline_table.toml"
+refused deep_inline_table "maximum nested value depth"
+# Dots in strings, comments, numbers and multi-line strings are no names' parts.
+printf 'data = "a.b.c.d.e.f.g.h.i.j.h5" # a.b.c.d.e.f.g.h.i.j\nlr = 1.5\nsynth-path = """a.b.c.d.\\\n  e.f.g.h.i.j.h5"""\n' \
+  >"$dir/dots_in.toml"
+print dots train --config "$dir/dots_in.toml"
+has dots 'data = "a.b.c.d.e.f.g.h.i.j.h5"'
+has dots 'synth-path = "a.b.c.d.e.f.g.h.i.j.h5"'
+# A control character in a string (a NUL would cut the path short) is refused naming the key.
+printf 'lr = 0.1\ndata = "data.h5\\u0000x"\n' >"$dir/nul_in_string.toml"
+refused nul_in_string "nul_in_string.toml:2: " "--data: holds a control character (byte 0x00"
+printf 'checkpoint-dir = "runs\\nx"\n' >"$dir/newline_in_string.toml"
+refused newline_in_string "--checkpoint-dir: holds a control character (byte 0x0a"
+# Numbers in decimal only; none that the setting holds as 0; -0 is 0, as on the command line.
+printf 'lr = 0x10\n' >"$dir/hex_number.toml"
+refused hex_number "hex_number.toml:1: lr = 0x10" "not written in decimal digits"
+printf 'epochs = 0o17\n' >"$dir/octal_number.toml"
+refused octal_number "octal_number.toml:1: epochs = 0o17" "not written in decimal digits"
+printf 'lars-eta = 1e-50\n' >"$dir/underflow.toml"
+refused underflow "underflow.toml:1: lars-eta = 1e-50" "'1e-50' is too close to 0"
+printf 'weight-decay = -0.0\n' >"$dir/minus_zero_in.toml"
+print minus_zero train --config "$dir/minus_zero_in.toml"
+has minus_zero "weight-decay = 0"
+print minus_zero_flag train --weight-decay -0
+has minus_zero_flag "weight-decay = 0"
+# A link loop is named as one, not as a missing file.
+ln -s loop_b.toml "$dir/loop_a.toml"
+ln -s loop_a.toml "$dir/loop_b.toml"
+usage_error link_loop "$dir/loop_a.toml" "Too many levels of symbolic links" -- \
+  train --config "$dir/loop_a.toml"
+
 # TOML as its specification has it: what is not TOML, and a value of a type its flag does not
 # take, are refused naming the file, the line and the key (and the type the flag takes).
 # not_toml NAME TEXT EXPECTED...: a file holding TEXT, then `momentum = 0.5`, is refused.

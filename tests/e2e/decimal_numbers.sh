@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Whole numbers on the command line are decimal, also with leading zeros: `--epochs 010` is 10
-# (C's base-0 reading made it octal 8, and `08` an error), in every command; "0x" numbers are
-# refused (exit 2) naming the flag.
+# Numbers on the command line are decimal, whole ones also with leading zeros: `--epochs 010` is
+# 10 (C's base-0 reading made it octal 8, and `08` an error), in every command; "0x" numbers are
+# refused (exit 2) naming the flag, whole or not, as a nonzero number its setting holds as 0.
 #   tests/e2e/decimal_numbers.sh build/ringtrain
 bin=$1
 # shellcheck source=harness.sh
 source "$(dirname "$0")/harness.sh"
 
-# `train`'s settings, each through the effective configuration: FLAG VALUE, then the line.
+# `train`'s settings, each through the effective configuration: FLAG VALUE, then the line. The
+# decimal forms C reads are taken, and -0 is 0 (the run and --print-config agree).
 while read -r flag value line; do
   "$bin" train "$flag" "$value" --print-config >"$dir/train.toml" 2>"$dir/train.err" ||
     { fail "train $flag $value: exit status $?" "$dir/train.err"; continue; }
@@ -25,6 +26,11 @@ done <<'LIST'
 --depth 018 depth = 18
 --checkpoint-every 0100 checkpoint-every = 100
 --threads 00 threads = 0
+--lr .5 lr = 0.5
+--lr 2.E-1 lr = 0.2
+--weight-decay -0 weight-decay = 0
+--momentum -0.0e3 momentum = 0
+--lr 1e-300 lr = 1e-300
 LIST
 
 # `data synth`, as its file says.
@@ -52,6 +58,26 @@ for args in "train --epochs 0x10 --print-config" "train --seed 0x10 --print-conf
   fi
 done
 [ ! -e "$dir/x.h5" ] || fail "data synth --train 0b11 wrote a file"
+
+# Real numbers too: C reads "0x10" as 16 and "0x1p-4" as 1/16; refused, as "1e-50" for a setting
+# that would hold it as 0 (a 32-bit float; 1e-400 for a 64-bit one); the message shows the text
+# as given.
+while read -r flag value expected; do
+  rc=0
+  "$bin" train "$flag" "$value" --print-config >"$dir/out" 2>"$dir/err" || rc=$?
+  if [ "$rc" -eq 2 ] && grep -qF -- "ringtrain: error: $flag: '$value' $expected" "$dir/err"; then
+    ok "refused: $flag $value"
+  else
+    fail "$flag $value: exit status $rc, want 2 and '$flag: '$value' $expected'" "$dir/err"
+  fi
+done <<'LIST'
+--lr 0x10 is not a decimal number
+--momentum 0x1p-4 is not a decimal number
+--width 0X1 is not a decimal number
+--lars-eta 1e-50 is too close to 0
+--weight-decay -1e-50 is too close to 0
+--lr 1e-400 is too close to 0
+LIST
 
 echo "decimal_numbers: $failures failed"
 [ "$failures" -eq 0 ]

@@ -2,6 +2,8 @@
 # Every numeric flag at its edges (0, negative, past its limit, inf, nan, 1e308, INT64_MAX, not a
 # whole number) is a usage error: exit 2 and one `ringtrain: error:` line naming the flag, never
 # a signal, an overflow (the ASan/UBSan build runs this too) or a hang. Values at the limits run.
+# So are a control character in a text flag, a warmup longer than the run, --accum-steps beyond
+# an epoch, and an empty or folder image argument to predict.
 source "$(dirname "$0")/common.sh"
 fail_log=$dir/err
 
@@ -77,5 +79,54 @@ if timeout 20 "$bin" data synth --out "$dir/small.h5" --train 32 --test 16 --hei
 else
   fail "limits: a run at --width 0.015625 --epochs 1000000 --steps 1 failed"
 fi
+
+# usage_error NAME EXPECTED ARGS...: exit 2 and EXPECTED in the one error line.
+usage_error() {
+  local name=$1 expected=$2
+  shift 2
+  local rc=0
+  timeout 40 "$bin" "$@" >"$dir/out" 2>"$dir/err" || rc=$?
+  if [ "$rc" -ne 2 ]; then
+    fail "$name: exit status $rc (want 2, a usage error)"
+  elif ! grep -q "^ringtrain: error: .*$expected" "$dir/err"; then
+    fail "$name: no 'ringtrain: error: ...$expected' line"
+  else
+    echo "ok   $name: $(head -n 1 "$dir/err")"
+  fi
+}
+
+# Text flags hold no control character (a newline would split the logs' lines).
+usage_error newline_in_path "--data: holds a control character (byte 0x0a" \
+  train --data "$(printf 'a\nb.h5')" --print-config
+usage_error tab_in_name "--checkpoint-dir: holds a control character (byte 0x09" \
+  train --checkpoint-dir "$(printf 'runs\tx')" --print-config
+# --workers takes its words in any case, and says which words it takes.
+if "$bin" train --workers AUTO --print-config >"$dir/out" 2>"$dir/err" &&
+  grep -qxF 'workers = "auto"' "$dir/out"; then
+  ok "--workers AUTO is auto"
+else
+  fail "--workers AUTO: not read as auto"
+fi
+usage_error workers_word "--workers: 'lots' is not a number, auto or cores" \
+  train --workers lots --print-config
+# predict names what is wrong with an image argument.
+usage_error predict_empty "images: an empty argument: name an image file" \
+  predict --checkpoint "$dir/small.h5" ""
+usage_error predict_folder "images: '$dir' is a folder: name its image files" \
+  predict --checkpoint "$dir/small.h5" "$dir"
+
+# A warmup the run cannot finish, onecycle's own warmup beside --warmup-steps, and more
+# micro-batches per step than an epoch has are configuration errors naming the flags (the
+# small data: 32 train images, 4 batches of 8).
+run=(train --data "$dir/small.h5" --depth 18 --width 0.015625 --batch-size 8 --threads 1
+  --workers 0 --checkpoint-dir "$dir/ck" --no-final-checkpoint)
+usage_error warmup_past_steps "--warmup-steps 5 must be shorter than the run of --steps 5" \
+  "${run[@]}" --steps 5 --warmup-steps 5
+usage_error warmup_past_epochs "--warmup-steps 8 must be shorter than the run of 8 steps" \
+  "${run[@]}" --epochs 2 --warmup-steps 8
+usage_error onecycle_warmup "--schedule onecycle has its own warmup.*--warmup-steps" \
+  "${run[@]}" --steps 5 --schedule onecycle --warmup-steps 1
+usage_error accum_past_epoch "--accum-steps 5 is more than the 4 batches of an epoch" \
+  "${run[@]}" --steps 5 --accum-steps 5
 
 finish cli_edges
