@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "../support/finite_check.hpp"
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
 #include "ringtrain/core/half.hpp"
@@ -108,6 +109,7 @@ inline double max_rel_diff(const Tensor& got, const Tensor& want) {
   EXPECT_EQ(got.shape(), want.shape());
   double worst = 0, scale = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
+    if (!finite_or_fail(i, got.data<float>()[i], want.data<float>()[i])) return kNotFinite;
     worst = std::max(worst, double(std::abs(got.data<float>()[i] - want.data<float>()[i])));
     scale = std::max(scale, double(std::abs(want.data<float>()[i])));
   }

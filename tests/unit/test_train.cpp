@@ -37,7 +37,10 @@ TrainConfig small_config(const std::string& data) {
   c.lr = 0.05;
   c.threads = 2;
   c.log_interval_s = 1e9;
-  c.final_checkpoint = false;  // these tests run at once under ctest -j: no shared checkpoint dir
+  c.final_checkpoint = false;
+  // These tests run at once under ctest -j, each in its own process: one checkpoint folder each
+  // (a folder is claimed by one run at a time).
+  c.checkpoint_dir = test::temp_path("checkpoints");
   return c;
 }
 

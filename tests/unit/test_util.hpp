@@ -7,6 +7,7 @@
 #include <functional>
 #include <random>
 
+#include "../support/finite_check.hpp"
 #include "ringtrain/core/tensor.hpp"
 
 namespace ringtrain::test {
@@ -61,6 +62,7 @@ double max_grad_error(Tensor& x, const Tensor& analytic, const std::function<dou
     const double down = loss();
     p[i] = saved;
     const double numeric = (up - down) / (2 * h);
+    if (!finite_or_fail(i, double(analytic.data<T>()[i]), numeric)) return kNotFinite;
     const double err =
         std::abs(double(analytic.data<T>()[i]) - numeric) / std::max(1.0, std::abs(numeric));
     worst = std::max(worst, err);
@@ -85,6 +87,7 @@ inline double max_rel_diff(const Tensor& a32, const Tensor& b64, double scale = 
   double worst = 0;
   for (int64_t i = 0; i < b64.numel(); ++i) {
     const double b = b64.data<double>()[i];
+    if (!finite_or_fail(i, a32.data<float>()[i], b)) return kNotFinite;
     worst = std::max(worst, std::abs(a32.data<float>()[i] - b) / std::max(scale, std::abs(b)));
   }
   return worst;
@@ -99,6 +102,7 @@ inline double relative_l2(const Tensor& a, const Tensor& b) {
   const double *p = x.data<double>(), *q = y.data<double>();
   double diff = 0, norm = 0;
   for (int64_t i = 0; i < y.numel(); ++i) {
+    if (!finite_or_fail(i, p[i], q[i])) return kNotFinite;
     diff += (p[i] - q[i]) * (p[i] - q[i]);
     norm += q[i] * q[i];
   }
