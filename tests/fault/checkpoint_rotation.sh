@@ -6,7 +6,8 @@
 source "$(dirname "$0")/checkpoint_common.sh"
 
 ckpts=$dir/ckpts
-listing() { (cd "$ckpts" && ls | tr '\n' ' '); }
+listing_of() { (cd "$1" && ls | tr '\n' ' '); }
+listing() { listing_of "$ckpts"; }
 run_train --steps 15 --checkpoint-every 5 --keep 5 --checkpoint-dir "$ckpts" >"$dir/first.log" 2>&1 ||
   fail "first run" "$dir/first.log"
 flip_bit "$ckpts/ckpt-step00000015.h5" /params/layer1.0.1.conv.weight
@@ -41,5 +42,22 @@ if [ "$rc" -eq 0 ] && [ "$(listing)" = "$expected" ] &&
   ok "another run's checkpoint and the FIFO are left alone: $(listing)"
 else
   fail "another run's checkpoint in the folder (exit $rc): $(listing)" "$dir/foreign.log"
+fi
+# --keep 2 with another run's checkpoint between this run's own: it is not counted, so the two
+# newest of this run's are kept beside it (counting it would have removed it, or 4).
+b=$dir/between
+run_train --steps 4 --checkpoint-every 2 --checkpoint-dir "$b" >"$dir/own.log" 2>&1 ||
+  fail "the run's first part" "$dir/own.log"
+run_train --steps 3 --seed 7 --checkpoint-dir "$dir/other3" >"$dir/other3.log" 2>&1 ||
+  fail "the other run of 3 steps" "$dir/other3.log"
+cp "$dir/other3/ckpt-step00000003.h5" "$b/"
+run_train --steps 5 --checkpoint-every 1 --keep 2 --checkpoint-dir "$b" --resume auto \
+  >"$dir/between.log" 2>&1
+rc=$?
+expected="ckpt-step00000003.h5 ckpt-step00000004.h5 ckpt-step00000005.h5 "
+if [ "$rc" -eq 0 ] && [ "$(listing_of "$b")" = "$expected" ]; then
+  ok "--keep 2 keeps this run's 4 and 5 and never counts the other run's 3: $(listing_of "$b")"
+else
+  fail "--keep 2 with another run's checkpoint between (exit $rc): $(listing_of "$b")" "$dir/between.log"
 fi
 finish checkpoint_rotation
