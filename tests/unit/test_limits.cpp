@@ -109,7 +109,18 @@ TEST(MemoryBudget, RequestsWaitForRoomAndAnOversizedOneRunsAlone) {
   first = MemoryBudget::Lease();
   second.join();
   EXPECT_TRUE(granted);
-  const MemoryBudget::Lease alone = budget.take(500);  // more than the budget, nothing held
+  // More than the budget, with nothing held: granted, and held, so a small request waits for it.
+  MemoryBudget::Lease alone = budget.take(500);
+  std::atomic<bool> small_granted{false};
+  std::thread small([&] {
+    const MemoryBudget::Lease lease = budget.take(1);
+    small_granted = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(small_granted);  // the oversized lease holds the whole budget
+  alone = MemoryBudget::Lease();
+  small.join();
+  EXPECT_TRUE(small_granted);
 }
 
 TEST(MemoryBudget, TheLimitNamesWhereItComesFrom) {
