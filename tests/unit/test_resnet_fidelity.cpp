@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,9 +102,24 @@ TEST_P(ResNetFidelity, F32GradientsMatchF64TensorByTensor) {
 
 class ResNetGradients : public ::testing::TestWithParam<Model> {};
 
-// The first and last element of every parameter tensor: the backward pass's gradient against the
-// central difference of the loss, all in f64. A gradient routed through the wrong buffer fails
-// here.
+// The elements of a parameter tensor of `shape` the finite differences check: the first, the
+// middle and the last, and for a convolution's weight [O, I, kh, kw] one in the middle of each
+// quarter of its output channels (a channel block mis-indexed, or a split over channels summed
+// wrongly, shows in the interior only).
+std::set<int64_t> checked_elements(const Shape& shape) {
+  const int64_t n = shape_numel(shape);
+  std::set<int64_t> at = {0, n / 2, n - 1};
+  if (shape.size() == 4) {
+    const int64_t per_channel = n / shape[0];
+    for (int64_t block = 0; block < 4; ++block)
+      at.insert((block * shape[0] / 4 + shape[0] / 8) * per_channel + per_channel / 2);
+  }
+  return at;
+}
+
+// The elements checked_elements picks of every parameter tensor: the backward pass's gradient
+// against the central difference of the loss, all in f64. A gradient routed through the wrong
+// buffer fails here.
 TEST_P(ResNetGradients, MatchFiniteDifferencesInF64) {
   const Model m = GetParam();
   CpuBackend backend(2, DType::f64);
@@ -122,7 +138,7 @@ TEST_P(ResNetGradients, MatchFiniteDifferencesInF64) {
   for (size_t id = 0; id < p.param_infos().size(); ++id) {
     Tensor w = p.param(static_cast<int>(id));
     const int64_t offset = (w.data<double>() - p.flat_params().data<double>());
-    for (int64_t i : {int64_t{0}, w.numel() - 1}) {
+    for (int64_t i : checked_elements(w.shape())) {
       Tensor element = w.slice(i, {1});
       const Tensor analytic = Tensor::view(&grads[size_t(offset + i)], {1}, DType::f64);
       EXPECT_LT(test::max_grad_error<double>(element, analytic, loss, h), 1e-6)
