@@ -18,13 +18,13 @@ run_train_np() {
   timeout -k 5 120 "$mpiexec" -n "$ranks" --oversubscribe "$bin" train --data "$data" "${model[@]}" "$@"
 }
 
-# mount_tmpfs DIR KIB [ro]: a tmpfs of KIB KiB at DIR, or "skip" and exit 0 where mounting is not
-# permitted (the test needs root).
+# mount_tmpfs DIR KIB [ro]: a tmpfs of KIB KiB at DIR; false, with the reason said, where
+# mounting is not permitted (it needs root): the caller skips what needs it.
 mount_tmpfs() {
   mkdir -p "$1"
   if ! mount -t tmpfs -o "size=${2}k${3:+,$3}" tmpfs "$1" 2>"$dir/mount.err"; then
-    echo "skip $(basename "$0"): cannot mount a tmpfs ($(cat "$dir/mount.err")); run as root"
-    exit 0
+    echo "cannot mount a tmpfs at $1 ($(cat "$dir/mount.err")); run as root"
+    return 1
   fi
   mounts+=("$1")
 }

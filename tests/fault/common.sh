@@ -12,8 +12,20 @@ cleanup() {
 }
 trap cleanup EXIT
 failures=0
+skips=()    # the parts skipped, named in the summary line
 fail_log="" # the file whose last lines a failure shows, unless the call names another
 ok() { echo "ok   $1"; }
+# skip NAME REASON: one part of the test cannot run here; the summary line names it.
+skip() {
+  echo "skip $1: $2"
+  skips+=("$1")
+}
+# skip_all REASON: nothing of the test can run here: ctest reports it skipped (exit 77), not
+# passed.
+skip_all() {
+  echo "skip $(basename "$0" .sh): $1"
+  exit 77
+}
 # fail MESSAGE [LOG]: one more failure, with the last 60 lines of LOG (default: $fail_log):
 # enough for the whole backtrace of a crashed rank.
 fail() {
@@ -22,9 +34,9 @@ fail() {
   [ -n "$log" ] && [ -f "$log" ] && tail -n 60 "$log" | sed 's/^/     /'
   failures=$((failures + 1))
 }
-# finish NAME: the summary line, and the exit status.
+# finish NAME: the summary line (with the parts skipped), and the exit status.
 finish() {
-  echo "$1: $failures failed"
+  echo "$1: $failures failed${skips[*]:+, ${#skips[@]} skipped (${skips[*]})}"
   [ "$failures" -eq 0 ]
   exit
 }

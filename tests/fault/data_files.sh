@@ -49,7 +49,7 @@ chmod 000 "$dir/private.h5"
 as_nobody=(env)
 if [ "$(id -u)" -eq 0 ]; then as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
 if ! "${as_nobody[@]}" "$bin" --version >/dev/null 2>&1; then
-  echo "skip permission_denied: cannot run $bin as another user here"
+  skip permission_denied "cannot run $bin as another user here"
 else
   expect_error permission_denied "private.h5: cannot be read: Permission denied" \
     "${as_nobody[@]}" "$bin" data inspect "$dir/private.h5"
@@ -63,7 +63,7 @@ for p in python3 /usr/bin/python3; do
   if "$p" -c "import h5py" 2>/dev/null; then python=$p; break; fi
 done
 if [ -z "$python" ]; then
-  echo "skip h5py: no python3 with h5py (apt install python3-h5py)"
+  skip h5py "no python3 with h5py (apt install python3-h5py)"
 else
   "$python" - "$dir" <<'EOF' || fail "h5py_write: the h5py writer failed"
 import sys, h5py, numpy as np

@@ -14,14 +14,8 @@ maker=$(dirname "$0")/../support/make_cifar_archives.py
 # Note: OpenBLAS reserves buffers per thread when the binary loads; one thread keeps that small,
 # so the limits below measure the importers.
 export OPENBLAS_NUM_THREADS=1
-if ! command -v prlimit >/dev/null; then
-  echo "import_memory: skipped: no prlimit (util-linux)"
-  exit 0
-fi
-if under_asan; then
-  echo "import_memory: skipped under AddressSanitizer (its shadow memory exceeds the limits)"
-  exit 0
-fi
+command -v prlimit >/dev/null || skip_all "no prlimit (util-linux)"
+under_asan && skip_all "under AddressSanitizer (its shadow memory exceeds the limits)"
 
 # Note: the binary's shared libraries take address space before the importer takes any (the
 # CUDA ones alone some 800 MiB, in a build that has them), so every limit below is what the
@@ -56,7 +50,7 @@ refused() {
 }
 
 if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
-  echo "skip cifar_*: no /usr/bin/python3 with numpy to write the archives"
+  skip "cifar_*" "no /usr/bin/python3 with numpy to write the archives"
 else
   for variant in memo huge many; do
     /usr/bin/python3 "$maker" p4 "$variant" "$dir/$variant.tar.gz" ||
