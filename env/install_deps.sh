@@ -14,7 +14,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools libxxhash-dev
   "$jpeg_dev" libpng-dev
-  libarchive-dev libssl-dev
+  libarchive-dev libssl-dev libicu-dev
   libopenblas-dev libdnnl-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev libtomlplusplus-dev
   libgtest-dev

@@ -257,6 +257,7 @@ std::vector<std::string> read_class_names(hid_t file, const std::string& path) {
   for (size_t i = 0; i < names.size(); ++i)
     check_class_name(names[i], str_cat(what, "name ", i),
                      "write the file's class names as UTF-8 text, one line each");
+  check_distinct_class_names(names, str_cat(what, "names"), "give each class its own name");
   return names;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "ringtrain/loader/device_prefetcher.hpp"
@@ -68,14 +69,27 @@ void all_reduce(Evaluation& e, Communicator& comm) {
   std::copy(sums.begin() + 4, sums.end(), e.confusion.begin());
 }
 
+int evaluation_batch_size(int requested, int64_t shard) {
+  return static_cast<int>(std::min<int64_t>(requested, std::max<int64_t>(shard, 1)));
+}
+
+std::string clamped_batch_note(const char* flag, int requested, int used) {
+  return str_cat(flag, " ", requested, " is more than the ", used,
+                 " images each rank evaluates: batches of ", used);
+}
+
 void run_inference(ResNet& model, Backend& backend, const Split& split, const Normalization& norm,
                    const EvalSettings& settings, int ranks, int rank, const LogitsFn& batch) {
+  const DistributedSampler sampler = evaluation_sampler(split.count, ranks, rank);
   LoaderConfig lc;
-  lc.batch_size = settings.batch_size;
+  lc.batch_size = evaluation_batch_size(settings.batch_size, sampler.per_rank());
+  if (lc.batch_size < settings.batch_size && settings.flag && rank == 0)
+    std::fprintf(stderr, "eval: %s\n",
+                 clamped_batch_note(settings.flag, settings.batch_size, lc.batch_size).c_str());
   lc.workers = settings.workers;
   lc.augment = lc.shuffle = lc.drop_last = false;
   const ImageTransform transform(split, norm, lc.pad, backend.compute_dtype(), backend.layout());
-  Loader loader(split, transform, evaluation_sampler(split.count, ranks, rank), lc, backend);
+  Loader loader(split, transform, sampler, lc, backend);
   DevicePrefetcher batches(loader, backend);
   evaluate_batches(model, batches, batch);
 }

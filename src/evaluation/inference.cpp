@@ -98,8 +98,9 @@ std::vector<Prediction> predict_images(LoadedModel& loaded, Backend& backend,
   const int classes = loaded.model->config().classes;
   const int k = std::min(top, classes);
   size_t next = 0;  // the loader keeps the split's order: batch rows follow read.prediction
-  run_inference(*loaded.model, backend, read.split, loaded.meta.norm, EvalSettings{batch_size, 0},
-                1, 0, [&](const Tensor& logits, const Tensor&) {
+  run_inference(*loaded.model, backend, read.split, loaded.meta.norm,
+                EvalSettings{batch_size, 0, nullptr}, 1, 0,
+                [&](const Tensor& logits, const Tensor&) {
                   const Tensor host = to_host(backend, logits);
                   for (int64_t i = 0; i < host.dim(0); ++i, ++next) {
                     const float* row = host.data<float>() + i * classes;

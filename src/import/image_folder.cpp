@@ -79,10 +79,10 @@ std::vector<std::string> class_folders(const fs::path& split, SplitListing& list
       skip(listing, it->path());
   }
   RT_CHECK(!ec, kWhat, split.string(), ": cannot be listed: ", ec.message());
-  for (const std::string& name : names)
-    check_class_name(name, str_cat(kWhat, escape_text(split.string()), ": class folder"),
-                     "rename the folder");
+  const std::string what = str_cat(kWhat, escape_text(split.string()), ": class folder");
+  for (const std::string& name : names) check_class_name(name, what, "rename the folder");
   std::sort(names.begin(), names.end());
+  check_distinct_class_names(names, str_cat(what, "s"), "rename one of the folders");
   return names;
 }
 

@@ -16,6 +16,7 @@
 #include "ringtrain/core/version.hpp"
 #include "ringtrain/data/fingerprint.hpp"
 #include "ringtrain/data/provenance.hpp"
+#include "ringtrain/evaluation/evaluation.hpp"
 #include "ringtrain/exchange/model_export.hpp"
 #include "ringtrain/loader/sampler.hpp"
 #include "ringtrain/optim/make_optimizer.hpp"
@@ -126,13 +127,18 @@ void TrainSession::build_loaders() {
     spdlog::info("--workers auto: {} loader thread(s)", config.workers);
   }
   train_source = make_train_source(config, data.train, world, backend());
-  const LoaderConfig test_config = loader_config(config, false);
+  LoaderConfig test_config = loader_config(config, false);
+  const DistributedSampler test_sampler =
+      evaluation_sampler(data.test.count, world.size(), world.rank());
+  const int requested = test_config.batch_size;
+  test_config.batch_size = evaluation_batch_size(requested, test_sampler.per_rank());
+  const char* flag = config.eval_batch_size == 0 ? "--batch-size" : "--eval-batch-size";
+  if (test_config.batch_size < requested)
+    spdlog::info("test split: {}", clamped_batch_note(flag, requested, test_config.batch_size));
   const ImageFormat format = loader_format(config, backend());
   test_transform.emplace(data.test, train_source.norm, test_config.pad, format.dtype,
                          format.layout);
-  test_loader.emplace(data.test, *test_transform,
-                      evaluation_sampler(data.test.count, world.size(), world.rank()), test_config,
-                      backend());
+  test_loader.emplace(data.test, *test_transform, test_sampler, test_config, backend());
   profiler.emplace(backend(), config.profile);
   train_batches.emplace(*train_source.batches, backend(), &*profiler, train_source.augment);
   test_batches.emplace(*test_loader, backend(), nullptr, train_source.augment);

@@ -61,6 +61,35 @@ else
   fail "two ranks: exit status $?" "$dir/two.err"
 fi
 
+# A batch larger than the images a rank evaluates is clamped to them, saying so once: eval's
+# --batch-size 65536 on the 100 test images takes the memory of a batch of 100 (peak RSS within
+# 1.5 times that run's, where the unclamped loader's buffers alone are 113 MB), and so does
+# train's --eval-batch-size.
+before=$failures
+# rss ERR COMMAND...: runs COMMAND (stderr to ERR) and prints its peak RSS in KiB.
+rss() {
+  "$py" -c 'import resource, subprocess, sys
+status = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=open(sys.argv[1], "w")).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(status)' "$@"
+}
+if fitted=$(rss "$dir/fitted.err" "$bin" "${ev[@]}" --batch-size 100) &&
+  huge=$(rss "$dir/huge.err" "$bin" "${ev[@]}" --batch-size 65536); then
+  [ "$(grep -c "batch-size 65536 is more than the 100 images each rank evaluates: batches of 100" "$dir/huge.err")" -eq 1 ] ||
+    fail "eval --batch-size 65536: the clamp to 100 is not logged once" "$dir/huge.err"
+  [ "$huge" -le $((fitted * 3 / 2)) ] || fail "eval --batch-size 65536: peak RSS $huge KiB, batch of 100 $fitted KiB"
+  passed "eval --batch-size 65536 on 100 images: batches of 100, peak RSS $huge KiB (batch of 100: $fitted KiB)"
+else
+  fail "eval with large batches: exit status $?" "$dir/huge.err"
+fi
+before=$failures
+"$bin" train --data "$dir/d.h5" --depth 18 --width 0.125 --batch-size 32 --eval-batch-size 65536 \
+  --steps 1 --device cpu --threads 1 --workers 1 >"$dir/train_eval.log" 2>&1 ||
+  fail "train --eval-batch-size 65536: exit status $?" "$dir/train_eval.log"
+grep -q "eval-batch-size 65536 is more than the 100 images each rank evaluates: batches of 100" "$dir/train_eval.log" ||
+  fail "train --eval-batch-size 65536: the clamp to 100 is not logged" "$dir/train_eval.log"
+passed "train --eval-batch-size 65536: test batches of 100"
+
 # predict on PNG files of the first 8 test images; then eval on those images labelled with the
 # predicted classes must find every one right.
 "$py" - "$dir" <<'PY'

@@ -2,8 +2,10 @@
 # `data import-images` and `data import-cifar` on folders and paths a user can get wrong: links
 # to folders inside a class folder (one to the folder itself stored each image ~40 times; two
 # made the walk exponential) are not followed, and the summary says so; class folders named with
-# bytes that are not UTF-8, or with a newline, are refused naming the folder with those bytes
-# escaped; an output that is the input archive, or lies inside a split folder, is a usage error
+# bytes that are not UTF-8, a newline, a zero-width space, a byte order mark, a right-to-left
+# override or a line separator, or only white space, and two folders whose names are equal in NFC
+# (composed and decomposed accents), are usage errors (exit 2) naming the folder with those
+# bytes escaped; an output that is the input archive, or lies inside a split folder, is a usage error
 # (exit 2) and nothing is written; an empty folder path is a usage error.
 #   RINGTRAIN=build/ringtrain bash tests/fault/import_inputs.sh
 source "$(dirname "$0")/common.sh"
@@ -71,14 +73,31 @@ done
 
 # Class folder names: bytes 0xFF 0xFE (not UTF-8), a newline.
 tree "$dir/bytes" "$(printf 'c\xff\xfe')"
-refused class_not_utf8 1 \
+refused class_not_utf8 2 \
   "data import-images: $dir/bytes/train: class folder 'c\\xff\\xfe' is not valid UTF-8 (byte \\xff at offset 1): class names are stored as UTF-8 text: rename the folder" \
   "$bin" data import-images "$dir/bytes" "$dir/bytes.h5"
 tree "$dir/newline" "$(printf 'do\ng')"
-refused class_with_newline 1 \
-  "class folder 'do\\x0ag' holds a control character (U+000A at offset 2), which would break the lines that show it: rename the folder" \
+refused class_with_newline 2 \
+  "class folder 'do\\x0ag' holds a control character (U+000A at offset 2), which would hide or break the name where it is shown: rename the folder" \
   "$bin" data import-images "$dir/newline" "$dir/newline.h5"
-if [ -e "$dir/bytes.h5" ] || [ -e "$dir/newline.h5" ]; then fail "class names: an output was left"; fi
+# Invisible or line-breaking characters: zero-width space, byte order mark, right-to-left
+# override, line separator; a name of white space only; "café" composed and decomposed.
+for invisible in 'ca\xe2\x80\x8bt' '\xef\xbb\xbfcat' 'dog\xe2\x80\xaetac' 'a\xe2\x80\xa8b'; do
+  tree "$dir/invisible" cat "$(printf %b "$invisible")"
+  refused "class_with_$invisible" 2 "class folder '$invisible' holds " \
+    "$bin" data import-images "$dir/invisible" "$dir/invisible.h5"
+  rm -rf "$dir/invisible"
+done
+tree "$dir/blank" cat "$(printf ' \xc2\xa0')"
+refused class_blank 2 "is blank (only white space): rename the folder" \
+  "$bin" data import-images "$dir/blank" "$dir/blank.h5"
+tree "$dir/nfc" "$(printf 'caf\xc3\xa9')" "$(printf 'cafe\xcc\x81')"
+refused class_nfc_twins 2 \
+  "$dir/nfc/train: class folders 0 '$(printf 'cafe\xcc\x81')' and 1 '$(printf 'caf\xc3\xa9')' are the same name (equal in Unicode's NFC form, as they show): rename one of the folders" \
+  "$bin" data import-images "$dir/nfc" "$dir/nfc.h5"
+for name in bytes newline invisible blank nfc; do
+  if [ -e "$dir/$name.h5" ]; then fail "class names: $name.h5 was left"; fi
+done
 
 # An output that is an input: the archive itself (by another spelling and by a hard link), a
 # file inside a class folder.

@@ -44,6 +44,7 @@ PROVIDERS = {
     "find_package(PNG)": (("libpng",), ("libpng-dev",)),
     "find_package(LibArchive)": (("libarchive",), ("libarchive-dev",)),
     "find_package(OpenSSL)": (("openssl",), ("libssl-dev",)),
+    "find_package(ICU)": (("icu4c",), ("libicu-dev",)),
     "find_package(GTest)": (("googletest",), ("libgtest-dev",)),
     "find_package(Python3)": (("python",), ("python3",)),
     "find_package(CUDAToolkit)": (("cuda",), (IMAGE_CUDA, "nvidia-cuda-toolkit")),

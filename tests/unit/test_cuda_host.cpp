@@ -1,6 +1,7 @@
 // The host-side logic of the CUDA backend, tested without a GPU: the caching allocator, the
-// choice of convolution algorithm, the fp16 loss scaler, NCHW/NHWC transposition, and the
-// mixed-precision ops every backend has (cast, finite check).
+// choice of convolution algorithm, the fp16 loss scaler, NCHW/NHWC transposition, the
+// mixed-precision ops every backend has (cast, finite check), and whether a GPU runs the
+// architectures a build holds.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <map>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
+#include "ringtrain/backend/cuda/architectures.hpp"
 #include "ringtrain/backend/cuda/conv_algo.hpp"
 #include "ringtrain/core/block_cache.hpp"
 #include "ringtrain/core/half.hpp"
@@ -241,6 +243,64 @@ TEST(CpuMixedOps, CopyTransposesBetweenLayouts) {
   backend.copy(a, b);
   const float expected[] = {0, 2, 1, 3};
   for (int i = 0; i < 4; ++i) EXPECT_EQ(b.data<float>()[i], expected[i]);
+}
+
+// What a device start-up's query returns on each card, without the card.
+const GpuIdentity t4{0, "Tesla T4", 7, 5};
+const GpuIdentity a100{1, "NVIDIA A100-SXM4-80GB", 8, 0};
+const GpuIdentity l40s{0, "NVIDIA L40S", 8, 9};
+const GpuIdentity h100{0, "NVIDIA H100 80GB HBM3", 9, 0};
+const GpuIdentity b200{0, "NVIDIA B200", 10, 0};
+const GpuIdentity rtx5090{0, "NVIDIA GeForce RTX 5090", 12, 0};
+
+KernelSource source(const GpuIdentity& gpu, std::string_view built) {
+  return match_cuda_architecture(gpu, built).source;
+}
+
+TEST(CudaArchitectures, TheDefaultBuildRunsEveryFamilyCuda13Supports) {
+  for (const GpuIdentity& gpu : {t4, a100, l40s, h100, b200, rtx5090})
+    EXPECT_EQ(source(gpu, RINGTRAIN_CUDA_DEFAULT_ARCHITECTURES), KernelSource::machine_code)
+        << gpu.name;
+  // A later GPU than the build knows compiles the newest PTX.
+  EXPECT_EQ(source({0, "future", 13, 0}, RINGTRAIN_CUDA_DEFAULT_ARCHITECTURES), KernelSource::ptx);
+}
+
+TEST(CudaArchitectures, MachineCodeRunsWithinItsMajorVersionAndPtxOnLaterGpus) {
+  EXPECT_EQ(source(l40s, "80-real"), KernelSource::machine_code);
+  EXPECT_EQ(source(a100, "86-real"), KernelSource::none);
+  EXPECT_EQ(source(h100, "80-real"), KernelSource::none);
+  EXPECT_EQ(source(h100, "80"), KernelSource::ptx);
+  EXPECT_EQ(source(h100, "80-virtual;90-real"), KernelSource::machine_code);
+  EXPECT_EQ(source(h100, "90a"), KernelSource::machine_code);
+  EXPECT_EQ(source({0, "GH", 9, 1}, "90a"), KernelSource::none);
+  EXPECT_EQ(source({0, "B300", 10, 3}, "100f-virtual"), KernelSource::ptx);
+  EXPECT_EQ(source(rtx5090, "100f-virtual"), KernelSource::none);
+}
+
+TEST(CudaArchitectures, AGpuTheBuildCannotRunIsRefusedNamingCardBuildAndFlag) {
+  // The build of a Hopper-only configuration on an A100: no kernel image for the card.
+  const ArchitectureVerdict v = match_cuda_architecture(a100, "90");
+  EXPECT_EQ(v.source, KernelSource::none);
+  for (const char* part :
+       {"GPU 1", "NVIDIA A100-SXM4-80GB", "compute capability 8.0",
+        "machine code for 9.0; PTX for 9.0", "-DCMAKE_CUDA_ARCHITECTURES=80", "native"})
+    EXPECT_NE(v.message.find(part), std::string::npos) << part << " in: " << v.message;
+  EXPECT_THROW(require_cuda_architecture(a100, "90", 0), Error);
+  EXPECT_NO_THROW(require_cuda_architecture(h100, "90", 0));
+  EXPECT_NO_THROW(require_cuda_architecture(h100, "80", 0));  // PTX: a note, not an error
+}
+
+TEST(CudaArchitectures, TheNoteForPtxNamesThePtxAndTheFlagForMachineCode) {
+  const ArchitectureVerdict v = match_cuda_architecture(l40s, "75;90-real");
+  EXPECT_EQ(v.source, KernelSource::ptx);
+  EXPECT_NE(v.message.find("from PTX 7.5"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("-DCMAKE_CUDA_ARCHITECTURES=89"), std::string::npos) << v.message;
+}
+
+TEST(CudaArchitectures, AnEntryThatIsNoComputeCapabilityIsAnError) {
+  EXPECT_EQ(parse_cuda_architectures("75-real,80;;90-virtual").size(), 3u);
+  EXPECT_THROW(parse_cuda_architectures("sm_90"), Error);
+  EXPECT_THROW(parse_cuda_architectures("90-fake"), Error);
 }
 
 }  // namespace

@@ -172,5 +172,21 @@ TEST(Hdf5Files, WriterRefusesMoreClassesThanTheReaderTakes) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+TEST(Hdf5Files, ClassNamesEqualInNfcAreRefusedNamingBoth) {
+  Dataset d = tiny_dataset(3);
+  d.class_names = {"caf\xC3\xA9", "dog", "cafe\xCC\x81"};  // composed, then decomposed
+  const std::string path = temp_path("nfc_twins.h5");
+  write_hdf5_dataset(path, d);
+  try {
+    read_hdf5_dataset(path);
+    ADD_FAILURE() << "read";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("attribute classes: names 0 'caf\xC3\xA9' and 2 "
+                                         "'cafe\xCC\x81' are the same name"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ringtrain

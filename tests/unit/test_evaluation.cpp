@@ -78,6 +78,18 @@ TEST(Evaluation, TopOneTopFiveConfusionAndPerClassByHand) {
   for (int empty : {1, 3, 4}) EXPECT_TRUE(std::isnan(per_class[size_t(empty)])) << empty;
 }
 
+// A batch beyond the images a rank evaluates only takes memory (the loader sizes its buffers by
+// the batch): it is clamped to them.
+TEST(Evaluation, BatchIsClampedToTheImagesOfTheShard) {
+  EXPECT_EQ(evaluation_batch_size(65536, 256), 256);
+  EXPECT_EQ(evaluation_batch_size(32, 256), 32);
+  EXPECT_EQ(evaluation_batch_size(256, 256), 256);
+  EXPECT_EQ(evaluation_batch_size(8, 0), 1);
+  EXPECT_EQ(clamped_batch_note("--eval-batch-size", 65536, 128),
+            "--eval-batch-size 65536 is more than the 128 images each rank evaluates: batches of "
+            "128");
+}
+
 TEST(Evaluation, TopKIsAtMostTheClassCount) {
   EXPECT_EQ(make_evaluation(3).top_k, 3);
   EXPECT_EQ(make_evaluation(5).top_k, 5);

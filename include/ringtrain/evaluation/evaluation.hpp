@@ -55,7 +55,17 @@ void all_reduce(Evaluation& e, Communicator& comm);
 struct EvalSettings {
   int batch_size = 256;
   int workers = 2;  // loader threads
+  // The flag batch_size came from: rank 0 says on stderr when the batch is clamped
+  // (evaluation_batch_size); nullptr says nothing.
+  const char* flag = "--batch-size";
 };
+
+// The images per evaluation batch: `requested`, but no more than the `shard` images this rank
+// evaluates (at least 1), since a larger batch only takes memory (the loader's buffers are sized
+// by the batch).
+int evaluation_batch_size(int requested, int64_t shard);
+// "FLAG REQUESTED is more than the USED images each rank evaluates: batches of USED"
+std::string clamped_batch_note(const char* flag, int requested, int used);
 
 // `model` in inference mode over this rank's shard of `split` (evaluation_sampler: in order,
 // each image on one of `ranks`), images normalised with `norm` (the checkpoint's) by the

@@ -9,6 +9,7 @@
 
 #include "backend_impl.hpp"
 #include "launch.cuh"
+#include "ringtrain/backend/cuda/architectures.hpp"
 #include "ringtrain/backend/kernels/elementwise.hpp"
 #include "ringtrain/core/half.hpp"
 #include "ringtrain/core/layout.hpp"
@@ -63,6 +64,15 @@ void launch_fill(Tensor& t, uint64_t bits, cudaStream_t stream) {
   launch_grid_stride("fill", body, t.numel(), stream);
 }
 
+// The GPU against the architectures this build's kernels were compiled for
+// (RINGTRAIN_CUDA_ARCHITECTURES, from CMake), before any kernel runs.
+void require_built_architecture(const CudaOptions& options) {
+  cudaDeviceProp prop{};
+  RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+  require_cuda_architecture(GpuIdentity{options.device, prop.name, prop.major, prop.minor},
+                            RINGTRAIN_CUDA_ARCHITECTURES, options.rank);
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
@@ -72,6 +82,7 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
            "CUDA backend: compute dtype must be f32, bf16 or f16, got ",
            dtype_name(options.compute));
   RT_CUDA_CHECK(cudaSetDevice(options.device));
+  require_built_architecture(options);
   RT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
   RT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
   RT_CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
