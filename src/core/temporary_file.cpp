@@ -20,12 +20,16 @@ namespace {
 // in a fixed buffer, published through an atomic flag. One temporary file is covered at a time
 // (outputs are written one after the other); a second one is still removed on every error path,
 // only not at a signal.
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+// Every signal whose default action ends the process, but those a fault raises (SIGSEGV, SIGBUS,
+// SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS: the state then is not trusted).
+constexpr int kSignals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,   SIGUSR1, SIGUSR2, SIGPIPE,
+                            SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO,   SIGPWR};
+constexpr int kCount = sizeof(kSignals) / sizeof(kSignals[0]);
 char g_path[PATH_MAX];
 std::atomic<bool> g_armed{false};
 std::atomic<bool> g_slot_taken{false};
-struct sigaction g_previous[3];
-bool g_installed[3];
+struct sigaction g_previous[kCount];
+bool g_installed[kCount];
 
 void remove_and_die(int signal) {
   if (g_armed.load()) unlink(g_path);
@@ -38,7 +42,7 @@ bool arm(const std::string& path) {
   if (path.size() >= sizeof(g_path) || g_slot_taken.exchange(true)) return false;
   std::memcpy(g_path, path.c_str(), path.size() + 1);
   g_armed.store(true);
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kCount; ++i) {
     struct sigaction action {};
     action.sa_handler = remove_and_die;
     sigemptyset(&action.sa_mask);
@@ -50,7 +54,7 @@ bool arm(const std::string& path) {
 }
 
 void disarm() {
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < kCount; ++i)
     if (g_installed[i]) sigaction(kSignals[i], &g_previous[i], nullptr);
   g_armed.store(false);
   g_slot_taken.store(false);
