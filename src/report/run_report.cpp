@@ -209,6 +209,7 @@ void RunReport::epoch_done(const EpochMetrics& m) {
 
 void RunReport::run_done(const TrainResult& r) {
   if (!root_) return;
+  metrics_.close();
   const PhaseTimes shares = phase_shares(r.phase_totals);
   const double tflops = achieved_tflops(r);
   const double mfu = r.peak_tflops > 0 ? tflops / r.peak_tflops : -1;

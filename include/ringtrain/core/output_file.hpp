@@ -32,6 +32,7 @@ class OutputStream {
   bool is_open() const { return fd_ >= 0; }
   // Writes `text` whole; throws naming the flag, the file and the system's reason.
   void write(const std::string& text);
+  // Closes it (checked); the destructor closes it unchecked.
   void close();
 
  private:
