@@ -3,8 +3,13 @@
 // Parses flags and calls the library; every error ends in one line on stderr and a non-zero exit.
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
 #include <CLI/CLI.hpp>
+
+#include <climits>
 #include <cstdio>
+#include <cstring>
+#include <vector>
 
 #include "cli.hpp"
 #include "data_commands.hpp"
@@ -16,6 +21,37 @@
 #include "ringtrain/distributed/world.hpp"
 #include "train_command.hpp"
 #include "version_text.hpp"
+
+namespace {
+
+// Note: OpenBLAS (only the f64 reference GEMMs use it) starts its thread pool in its library
+// constructor, before main() and before any constructor of this program, and under an
+// address-space limit (ulimit -v) of about 1.1 GiB that pool hangs the process at exit. Setting
+// OPENBLAS_NUM_THREADS=1 in the process is too late even from .preinit_array (which does run
+// first): libc's own start-up then resets the environment to the one the kernel passed. So this
+// entry of .preinit_array, which runs before every library's constructor, executes the program
+// again with OPENBLAS_NUM_THREADS=1 added, once (the same process: its PID, arguments and
+// name stay). Without /proc, or when exec fails, the program goes on as it was.
+void pin_openblas_to_one_thread(int, char** argv, char** env) {
+  static char pinned[] = "OPENBLAS_NUM_THREADS=1";
+  constexpr std::size_t kName = sizeof("OPENBLAS_NUM_THREADS=") - 1;
+  std::vector<char*> next;
+  for (char** e = env; *e != nullptr; ++e) {
+    if (std::strcmp(*e, pinned) == 0) return;
+    if (std::strncmp(*e, pinned, kName) != 0) next.push_back(*e);
+  }
+  next.push_back(pinned);
+  next.push_back(nullptr);
+  char self[PATH_MAX];
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0) return;
+  self[length] = '\0';
+  execve(self, argv, next.data());
+}
+[[gnu::section(".preinit_array"),
+  gnu::used]] void (*const pin_openblas)(int, char**, char**) = pin_openblas_to_one_thread;
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace ringtrain;

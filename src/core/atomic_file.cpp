@@ -1,12 +1,16 @@
 #include "ringtrain/core/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 
@@ -42,21 +46,42 @@ std::string space_note(int code, const std::string& dir, size_t needed) {
 
 constexpr size_t kProgressBytes = size_t{64} << 20;
 
-// Writes all of `image` to `fd`; returns 0 or the errno of the write that failed, and the
-// bytes written in `done`.
-int write_all(int fd, const std::vector<char>& image, const WriteProgress& progress, size_t& done) {
-  done = 0;
-  while (done < image.size()) {
-    const ssize_t n =
-        ::write(fd, image.data() + done, std::min(image.size() - done, kProgressBytes));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return ENOSPC;  // Note: a regular file's write returns 0 only when it cannot grow
-    done += static_cast<size_t>(n);
-    if (progress) progress(done, image.size());
+std::atomic<bool (*)()> g_stopping{nullptr};
+
+// Waits until `fd` takes more bytes; false when the process is stopping first.
+bool wait_for_room(int fd) {
+  for (;;) {
+    bool (*stopping)() = g_stopping.load();
+    if (stopping && stopping()) return false;
+    pollfd p{fd, POLLOUT, 0};
+    const int n = poll(&p, 1, 200);
+    if (n > 0 || (n < 0 && errno != EINTR)) return true;  // the next write says what is wrong
   }
-  return 0;
 }
+
+// Note: write() to a FIFO whose reader closed its end raises SIGPIPE, whose default action ends
+// the process (a training run without its checkpoint). The signal is blocked in this thread
+// while writing, and the one a failed write raised is taken back, so the write fails with EPIPE.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
+  }
+  ~SigpipeBlocked() {
+    const timespec now{};
+    if (broken) sigtimedwait(&pipe_, nullptr, &now);
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+  bool broken = false;
+
+ private:
+  sigset_t pipe_{};
+  sigset_t previous_{};
+};
 
 // A regular file's replacement: a temporary file, written whole, renamed over `path`.
 void replace_file(const std::string& path, const std::vector<char>& image,
@@ -65,7 +90,7 @@ void replace_file(const std::string& path, const std::vector<char>& image,
   const std::string dir = parent.empty() ? "." : parent.string();
   TemporaryFile tmp(path);
   size_t done = 0;
-  const int code = write_all(tmp.fd(), image, progress, done);
+  const int code = write_all(tmp.fd(), image.data(), image.size(), progress, done);
   if (code != 0) unlink(tmp.path().c_str());  // before space_note measures what is free
   RT_CHECK(code == 0, "write of ", tmp.path(), " failed after ", done, " of ", image.size(),
            " bytes: ", errno_text(code), space_note(code, dir, image.size()));
@@ -76,11 +101,13 @@ void replace_file(const std::string& path, const std::vector<char>& image,
 // A stream's write: opened as it is (no temporary file, no rename), appended to.
 void write_through(const std::string& path, const std::vector<char>& image,
                    const WriteProgress& progress) {
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
-  RT_CHECK(fd >= 0, "open of ", path, " for writing failed: ", errno_text(errno));
+  const int fd = open_stream(path);
   size_t done = 0;
-  const int code = write_all(fd, image, progress, done);
+  const int code = write_all(fd, image.data(), image.size(), progress, done);
   const int closed = ::close(fd);
+  RT_CHECK_AS(UnreadStreamError, code != ECANCELED, path,
+              " takes no more (its reader stopped reading) and the process is stopping: ",
+              image.size() - done, " bytes not written");
   RT_CHECK(code == 0, "write of ", path, " failed after ", done, " of ", image.size(),
            " bytes: ", errno_text(code));
   RT_CHECK(closed == 0, "close of ", path, " failed: ", errno_text(errno));
@@ -91,6 +118,38 @@ bool system_name(const std::string& path) {
 }
 
 }  // namespace
+
+int open_stream(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+  RT_CHECK_AS(UnreadStreamError, fd >= 0 || errno != ENXIO, path,
+              " is a FIFO that no process reads: start its reader first, or name a file");
+  RT_CHECK(fd >= 0, "open of ", path, " for writing failed: ", errno_text(errno));
+  return fd;
+}
+
+int write_all(int fd, const char* data, size_t size, const WriteProgress& progress, size_t& done) {
+  SigpipeBlocked blocked;
+  done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, std::min(size - done, kProgressBytes));
+    const int code = n < 0 ? errno : 0;
+    if (code == EINTR) continue;
+    if (code == EAGAIN) {
+      if (wait_for_room(fd)) continue;
+      return ECANCELED;
+    }
+    blocked.broken = code == EPIPE;
+    if (code != 0) return code;
+    if (n == 0) return ENOSPC;  // Note: a regular file's write returns 0 only when it cannot grow
+    done += static_cast<size_t>(n);
+    if (progress) progress(done, size);
+  }
+  return 0;
+}
+
+void set_stream_stop_check(bool (*stopping)()) {
+  g_stopping.store(stopping);
+}
 
 bool is_output_stream(const std::string& path, OutputKinds kinds, const std::string& what) {
   struct stat link {};
@@ -120,6 +179,8 @@ void write_file_atomically(const std::string& path, const std::vector<char>& ima
       write_through(path, image, progress);
     else
       replace_file(path, image, progress);
+  } catch (const UnreadStreamError& e) {
+    throw UnreadStreamError(str_cat("cannot write ", path, ": ", e.what()));
   } catch (const Error& e) {
     throw Error(str_cat("cannot write ", path, ": ", e.what()));
   }

@@ -1,5 +1,8 @@
 #include "ringtrain/core/output_file.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -44,27 +47,61 @@ void check_outputs_apart(const std::vector<FlagPath>& outputs, const std::vector
         check_output_outside(out.path, in.path, str_cat(what, out.flag, " "), in.flag);
 }
 
-std::ofstream open_output(const std::string& path, const std::string& flag, bool append) {
-  create_parent_folder(path, flag);
-  errno = 0;
-  std::ofstream out(path, append ? std::ios::app : std::ios::trunc);
-  RT_CHECK(out.is_open(), flag, ": cannot open ", path,
-           " for writing: ", errno != 0 ? std::strerror(errno) : "unknown reason",
+OutputStream::OutputStream(std::string path, std::string flag, bool append)
+    : path_(std::move(path)), flag_(std::move(flag)) {
+  create_parent_folder(path_, flag_);
+  if (is_output_stream(path_, OutputKinds::files_and_streams, flag_ + ": ")) {
+    try {
+      fd_ = open_stream(path_);
+    } catch (const UnreadStreamError& e) {
+      throw UnreadStreamError(str_cat(flag_, ": ", e.what()));
+    }
+    return;
+  }
+  const int mode = append ? O_APPEND : O_TRUNC;
+  fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | mode, 0644);
+  RT_CHECK(fd_ >= 0, flag_, ": cannot open ", path_, " for writing: ", std::strerror(errno),
            "; choose a writable path");
-  return out;
 }
 
-void check_output(std::ofstream& out, const std::string& path, const std::string& flag) {
-  out.flush();
-  RT_CHECK(out.good(), flag, ": writing ", path,
-           " failed: ", errno != 0 ? std::strerror(errno) : "stream error",
+OutputStream::~OutputStream() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+OutputStream::OutputStream(OutputStream&& other) noexcept
+    : path_(std::move(other.path_)), flag_(std::move(other.flag_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+OutputStream& OutputStream::operator=(OutputStream&& other) noexcept {
+  std::swap(path_, other.path_);
+  std::swap(flag_, other.flag_);
+  std::swap(fd_, other.fd_);
+  return *this;
+}
+
+void OutputStream::write(const std::string& text) {
+  size_t done = 0;
+  const int code = write_all(fd_, text.data(), text.size(), {}, done);
+  RT_CHECK_AS(UnreadStreamError, code != ECANCELED, flag_, ": ", path_,
+              " takes no more (its reader stopped reading) and the process is stopping");
+  RT_CHECK(code == 0, flag_, ": writing ", path_, " failed: ", std::strerror(code),
            "; check the free space there");
+}
+
+void OutputStream::close() {
+  if (fd_ < 0) return;
+  const int closed = ::close(fd_);
+  fd_ = -1;
+  RT_CHECK(closed == 0, flag_, ": close of ", path_, " failed: ", std::strerror(errno));
 }
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag) {
   create_parent_folder(path, flag);
   try {
     write_file_atomically(path, std::vector<char>(text.begin(), text.end()));
+  } catch (const UnreadStreamError& e) {
+    throw UnreadStreamError(str_cat(flag, ": ", e.what()));
   } catch (const Error& e) {
     throw Error(str_cat(flag, ": ", e.what()));
   }

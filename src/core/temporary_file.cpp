@@ -1,6 +1,7 @@
 #include "ringtrain/core/temporary_file.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,26 +22,34 @@ namespace {
 // Note: a signal handler may only call async-signal-safe functions, so the path to remove lives
 // in a fixed buffer, published through an atomic flag. One temporary file is covered at a time
 // (outputs are written one after the other); a second one is still removed on every error path,
-// only not at a signal.
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+// only not at a signal. The handlers are in place before the file is created, and the creating
+// thread blocks the signals until its name is published; a handler run by another thread
+// meanwhile waits for the name (g_creating), so no moment leaves the file behind.
+// Every signal whose default action ends the process, but those a fault raises (SIGSEGV, SIGBUS,
+// SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS: the state then is not trusted).
+constexpr int kSignals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,   SIGUSR1, SIGUSR2, SIGPIPE,
+                            SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO,   SIGPWR};
+constexpr int kCount = sizeof(kSignals) / sizeof(kSignals[0]);
 char g_path[PATH_MAX];
 std::atomic<bool> g_armed{false};
+std::atomic<bool> g_creating{false};
 std::atomic<bool> g_slot_taken{false};
-struct sigaction g_previous[3];
-bool g_installed[3];
+struct sigaction g_previous[kCount];
+bool g_installed[kCount];
 
 void remove_and_die(int signal) {
+  while (g_creating.load()) {
+  }
   if (g_armed.load()) unlink(g_path);
   std::signal(signal, SIG_DFL);
   raise(signal);
 }
 
-// Covers `path` against the default-action signals; false when another file already is.
-bool arm(const std::string& path) {
-  if (path.size() >= sizeof(g_path) || g_slot_taken.exchange(true)) return false;
-  std::memcpy(g_path, path.c_str(), path.size() + 1);
-  g_armed.store(true);
-  for (int i = 0; i < 3; ++i) {
+// Installs the handlers for a file about to be created beside `target`; false when another file
+// is covered already, or the name would not fit.
+bool take_slot(const std::string& target) {
+  if (target.size() + 16 >= sizeof(g_path) || g_slot_taken.exchange(true)) return false;
+  for (int i = 0; i < kCount; ++i) {
     struct sigaction action {};
     action.sa_handler = remove_and_die;
     sigemptyset(&action.sa_mask);
@@ -52,11 +61,34 @@ bool arm(const std::string& path) {
 }
 
 void disarm() {
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < kCount; ++i)
     if (g_installed[i]) sigaction(kSignals[i], &g_previous[i], nullptr);
   g_armed.store(false);
   g_slot_taken.store(false);
 }
+
+// The covered signals blocked in this thread while it lives (a pending one is delivered after),
+// and, for the slot's owner, its handlers in other threads held back (g_creating).
+class SignalsBlocked {
+ public:
+  explicit SignalsBlocked(bool creating) : creating_(creating) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (const int signal : kSignals) sigaddset(&set, signal);
+    pthread_sigmask(SIG_BLOCK, &set, &previous_);
+    if (creating_) g_creating.store(true);
+  }
+  ~SignalsBlocked() {
+    if (creating_) g_creating.store(false);
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  SignalsBlocked(const SignalsBlocked&) = delete;
+  SignalsBlocked& operator=(const SignalsBlocked&) = delete;
+
+ private:
+  bool creating_;
+  sigset_t previous_{};
+};
 
 std::string random_suffix() {
   static std::atomic<unsigned> counter{0};
@@ -86,14 +118,23 @@ int create_locked(const std::string& path) {
 }  // namespace
 
 TemporaryFile::TemporaryFile(std::string target) : target_(std::move(target)) {
+  armed_ = take_slot(target_);
   int error = EEXIST;
-  for (int attempt = 0; attempt < 100 && fd_ < 0 && error == EEXIST; ++attempt) {
-    path_ = target_ + ".tmp-" + random_suffix();
-    fd_ = create_locked(path_);
-    error = errno;
+  {
+    const SignalsBlocked blocked(armed_);
+    for (int attempt = 0; attempt < 100 && fd_ < 0 && error == EEXIST; ++attempt) {
+      path_ = target_ + ".tmp-" + random_suffix();
+      fd_ = create_locked(path_);
+      error = errno;
+    }
+    if (armed_ && fd_ >= 0) {
+      std::memcpy(g_path, path_.c_str(), path_.size() + 1);
+      g_armed.store(true);
+    }
   }
+  if (fd_ < 0 && armed_) disarm();
+  armed_ = armed_ && fd_ >= 0;
   RT_CHECK(fd_ >= 0, "creating the temporary file ", path_, " failed: ", std::strerror(error));
-  armed_ = arm(path_);
 }
 
 TemporaryFile::~TemporaryFile() {

@@ -1,8 +1,11 @@
 #include "ringtrain/prof/chrome_trace.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 #include <set>
 
+#include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
@@ -116,8 +119,12 @@ json chrome_trace(const TraceRows& rows, int rank, const std::string& process_la
 
 void write_chrome_trace(const std::string& path, const TraceRows& rows, int rank,
                         const std::string& process_label, const TraceClock& clock) {
-  write_text_file(path, json_text(chrome_trace(rows, rank, process_label, clock)) + "\n",
-                  "--trace-dir");
+  try {
+    write_text_file(path, json_text(chrome_trace(rows, rank, process_label, clock)) + "\n",
+                    "--trace-dir");
+  } catch (const UnreadStreamError& e) {
+    spdlog::warn("{}; the trace is not written", e.what());
+  }
 }
 
 }  // namespace ringtrain

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "ringtrain/checkpoint/stop_signal.hpp"
+#include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/host.hpp"
 #include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
@@ -107,21 +109,36 @@ RunReport::RunReport(const TrainConfig& config, bool root, int world_size, int64
       epochs_(epochs),
       global_batch_(global_batch),
       start_(Clock::now()),
-      last_line_(start_) {}
+      last_line_(start_) {
+  set_stream_stop_check([] { return stop_signal_received() != 0; });
+}
 
 void RunReport::begin(int64_t start_step, const std::string& resumed_from) {
   start_step_ = start_step;
   start_ = last_line_ = Clock::now();
   if (!root_ || config_.metrics_path.empty()) return;
   const bool resumed = !resumed_from.empty();
-  metrics_ = open_output(config_.metrics_path, "--metrics", resumed);
+  try {
+    metrics_ = OutputStream(config_.metrics_path, "--metrics", resumed);
+  } catch (const UnreadStreamError& e) {
+    spdlog::warn("{}; this run writes no metrics", e.what());
+  }
   if (!resumed) return;
   const nlohmann::json marker = {{"segment", "resumed"},
                                  {"step", start_step},
                                  {"checkpoint", resumed_from},
                                  {"time", utc_now()}};
-  metrics_ << json_text(marker) << "\n";
-  check_output(metrics_, config_.metrics_path, "--metrics");
+  write_metrics(json_text(marker) + "\n");
+}
+
+void RunReport::write_metrics(const std::string& text) {
+  if (!metrics_.is_open()) return;
+  try {
+    metrics_.write(text);
+  } catch (const UnreadStreamError& e) {
+    spdlog::warn("{}; this run writes no more metrics", e.what());
+    metrics_ = OutputStream();
+  }
 }
 
 bool RunReport::progress_due(int64_t step) {
@@ -187,12 +204,12 @@ void RunReport::epoch_done(const EpochMetrics& m) {
                             {"gpu_util_mean", percent_or_null(m.gpu_util_mean)},
                             {"gpu_util_min", percent_or_null(m.gpu_util_min)},
                             {"gpus", gpus_json(m.gpus)}};
-  metrics_ << json_text(j) << "\n";
-  check_output(metrics_, config_.metrics_path, "--metrics");
+  write_metrics(json_text(j) + "\n");
 }
 
 void RunReport::run_done(const TrainResult& r) {
   if (!root_) return;
+  metrics_.close();
   const PhaseTimes shares = phase_shares(r.phase_totals);
   const double tflops = achieved_tflops(r);
   const double mfu = r.peak_tflops > 0 ? tflops / r.peak_tflops : -1;
@@ -245,7 +262,11 @@ void RunReport::run_done(const TrainResult& r) {
       {"final_loss",
        r.step_losses.empty() ? nlohmann::json() : nlohmann::json(r.step_losses.back())}};
   j.update(provenance(config_, r));
-  write_text_file(config_.summary_path, json_text(j, 2) + "\n", "--summary");
+  try {
+    write_text_file(config_.summary_path, json_text(j, 2) + "\n", "--summary");
+  } catch (const UnreadStreamError& e) {
+    spdlog::warn("{}; the summary is not written", e.what());
+  }
 }
 
 }  // namespace ringtrain

@@ -6,7 +6,8 @@
 # override or a line separator, or only white space, and two folders whose names are equal in NFC
 # (composed and decomposed accents), are usage errors (exit 2) naming the folder with those
 # bytes escaped; an output that is the input archive, or lies inside a split folder, is a usage error
-# (exit 2) and nothing is written; an empty folder path is a usage error.
+# (exit 2) and nothing is written; an empty folder path is a usage error; a signal during the
+# write leaves no temporary file.
 #   RINGTRAIN=build/ringtrain bash tests/fault/import_inputs.sh
 source "$(dirname "$0")/common.sh"
 bin=$(realpath "$bin")
@@ -120,6 +121,26 @@ if [ -n "$(find "$dir/inside" -name 'out*' -o -name new)" ]; then
 fi
 run output_beside_splits "$bin" data import-images "$dir/inside" "$dir/inside/out.h5" &&
   if [ "$rc" -eq 0 ]; then ok "output_beside_splits: imported"; else fail "output_beside_splits: $rc"; fi
+
+# A signal that ends an import while it writes (SIGXFSZ, which the kernel sends when the output
+# outgrows `ulimit -f`; every signal whose default action ends the process is handled alike:
+# unit TemporaryFile.RemovedAtEverySignalThatEndsTheProcess) removes OUT.h5.tmp-XXXXXX, and the
+# command still ends by that signal (exit 153).
+mkdir -p "$dir/fsize"
+tree "$dir/fsize/images" a b
+for import in "data import-images $dir/fsize/images $dir/fsize/images.h5" \
+  "data synth --out $dir/fsize/synth.h5 --train 512 --test 64 --height 16 --width 16"; do
+  # shellcheck disable=SC2086 # the command's words
+  run "file_size_limit: $import" bash -c "ulimit -f 2 && exec \"\$@\"" - "$bin" $import || continue
+  left=$(cd "$dir/fsize" && compgen -G "*.h5*")
+  if [ "$rc" -ne 153 ]; then
+    fail "file_size_limit: $import: exit status $rc, want 153 (SIGXFSZ)"
+  elif [ -n "$left" ]; then
+    fail "file_size_limit: $import: left $left"
+  else
+    ok "file_size_limit: $import: exit 153, no temporary file left"
+  fi
+done
 
 refused empty_folder_path 2 "dir: an empty path: name a folder" \
   "$bin" data import-images "" "$dir/empty.h5"

@@ -3,7 +3,8 @@
 # user's is ever replaced: a regular file is replaced atomically through a temporary file made
 # exclusively (a planted TARGET.tmp symbolic link is never followed, a user's own TARGET.tmp is
 # never touched); a FIFO or a character device (/dev/null, /dev/full, /dev/stdout) is written
-# through and stays what it was; a symbolic link to a file is refused, naming the file; and a
+# through and stays what it was; a symbolic link to a file is refused, naming the file (by every
+# output: eval --out, --metrics, --summary, trace files, export, data synth); and a
 # signal that ends the command during a write leaves no temporary file behind.
 source "$(dirname "$0")/checkpoint_common.sh"
 bin=$(realpath "$bin")
@@ -64,6 +65,25 @@ if ! eval_out "$dir/link.json" >"$dir/link.log" 2>&1 && [ -L "$dir/link.json" ] 
 else
   fail "eval --out LINK" "$dir/link.log"
 fi
+
+# Every other output refuses a link to a file alike (one check, is_output_stream): --metrics
+# (opened once, appended to) as much as the outputs written whole.
+mkdir "$dir/traces"
+ln -s "$dir/real.json" "$dir/traces/trace_rank0.json"
+for out in metrics summary weights synth; do ln -s "$dir/real.json" "$dir/$out.link"; done
+for run in "train --metrics $dir/metrics.link" "train --summary $dir/summary.link" \
+  "train --profile trace --trace-dir $dir/traces" "export --checkpoint $ck $dir/weights.link" \
+  "data synth --out $dir/synth.link --train 64 --test 8 --height 8 --width 8"; do
+  [[ $run == train* ]] && run="$run --data $data --batch-size 16 ${model[*]} --steps 1 --checkpoint-dir $dir/ck_link"
+  echo "mine" >"$dir/real.json"
+  # shellcheck disable=SC2086 # the command's words
+  if ! timeout -k 5 60 "$bin" $run >"$dir/links.log" 2>&1 && [ "$(cat "$dir/real.json")" = mine ] &&
+    grep -q "is a symbolic link to .*real.json" "$dir/links.log"; then
+    ok "${run%% --data*}: a link to a file refused, the file kept"
+  else
+    fail "${run%% --data*}: a link to a file (real.json holds '$(head -c 40 "$dir/real.json")')" "$dir/links.log"
+  fi
+done
 
 # A planted TARGET.tmp link is never followed; a user's own TARGET.tmp is never touched.
 echo "precious" >"$dir/precious.txt"

@@ -1,8 +1,12 @@
 // The file of cuDNN algorithm choices that processes share (backend/cuda/conv_algo_cache), with a
 // fake search in place of cuDNN's: hits, misses, the workspace limit, a file from another GPU,
-// a corrupt or unwritable file, a FIFO, and several writers at once.
+// a corrupt, oversized or unwritable file, a FIFO, a lock held too long or planted as a link, and
+// several writers at once.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -158,6 +162,62 @@ TEST(ConvAlgoFile, AFifoAtThePathIsNeitherReadNorWaitedOn) {
   ASSERT_FALSE(notes.texts.empty());
   EXPECT_NE(notes.texts[0].find("not a regular file"), std::string::npos) << notes.texts[0];
   EXPECT_EQ(lookup(&file, key_of(1), search)->algo, 7);
+  std::filesystem::remove(path);
+}
+
+// A process stopped while it holds the lock (here: this test, through a descriptor of its own)
+// delays another one's write by the bounded wait only: one note naming the lock file (and its
+// holder where /proc/locks tells), the search still answers, and no further waits.
+TEST(ConvAlgoFile, ALockHeldTooLongIsGivenUpWithANote) {
+  const std::string path = fresh_path("algos_locked.json");
+  const int holder = open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(holder, 0);
+  ASSERT_EQ(flock(holder, LOCK_EX), 0);
+  Notes notes;
+  FakeSearch search;
+  ConvAlgoFile file(path, kH200, notes.sink(), std::chrono::milliseconds(100));
+  EXPECT_EQ(lookup(&file, key_of(1), search)->algo, 7);
+  EXPECT_EQ(lookup(&file, key_of(2), search)->algo, 7);
+  ASSERT_EQ(notes.texts.size(), 1u);
+  EXPECT_NE(notes.texts[0].find("another process holds its lock " + path + ".lock"),
+            std::string::npos)
+      << notes.texts[0];
+  EXPECT_FALSE(std::filesystem::exists(path));
+  close(holder);
+}
+
+// The lock file is never opened through a symbolic link (which would create or lock a file
+// elsewhere): the write is given up with a note, the link's target is not created.
+TEST(ConvAlgoFile, ALockFileThatIsALinkIsNotFollowed) {
+  const std::string path = fresh_path("algos_link_lock.json");
+  const std::string elsewhere = fresh_path("algos_elsewhere");
+  std::filesystem::remove(path + ".lock");
+  std::filesystem::create_symlink(elsewhere, path + ".lock");
+  Notes notes;
+  FakeSearch search;
+  ConvAlgoFile file(path, kH200, notes.sink());
+  EXPECT_EQ(lookup(&file, key_of(1), search)->algo, 7);
+  ASSERT_EQ(notes.texts.size(), 1u);
+  EXPECT_NE(notes.texts[0].find(path + ".lock"), std::string::npos) << notes.texts[0];
+  EXPECT_FALSE(std::filesystem::exists(elsewhere));
+  std::filesystem::remove(path + ".lock");
+}
+
+// A file over the size limit is ignored with a note, not read whole.
+TEST(ConvAlgoFile, AFileOverTheSizeLimitIsIgnoredWithANote) {
+  const std::string path = fresh_path("algos_huge.json");
+  {
+    std::ofstream out(path);
+    out << "{\"format\": \"ringtrain conv algorithms 1\", \"pad\": \"";
+  }
+  std::filesystem::resize_file(path, ConvAlgoFile::kMaxFileBytes + 1);
+  Notes notes;
+  const ConvAlgoFile file(path, kH200, notes.sink());
+  EXPECT_EQ(file.size(), 0u);
+  ASSERT_EQ(notes.texts.size(), 1u);
+  EXPECT_NE(notes.texts[0].find("over the " + std::to_string(ConvAlgoFile::kMaxFileBytes)),
+            std::string::npos)
+      << notes.texts[0];
   std::filesystem::remove(path);
 }
 

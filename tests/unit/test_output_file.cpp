@@ -1,7 +1,15 @@
 // The user's output files (summary, metrics, traces, --out): folders created, appends kept,
 // whole files replaced atomically, and every failure naming the flag, the path and the reason;
 // the atomic writer's progress calls for large files.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +19,7 @@
 #include "ringtrain/core/error.hpp"
 #include "ringtrain/core/json_text.hpp"
 #include "ringtrain/core/output_file.hpp"
+#include "ringtrain/core/temporary_file.hpp"
 #include "test_util.hpp"
 
 namespace ringtrain {
@@ -28,18 +37,10 @@ using test::error_of;
 TEST(OutputFile, CreatesFoldersAndAppendsOrTruncates) {
   const std::string path = test::temp_path("output_file/a/b/metrics.jsonl");
   std::filesystem::remove_all(test::temp_path("output_file"));
-  {
-    std::ofstream out = open_output(path, "--metrics");
-    out << "one\n";
-    check_output(out, path, "--metrics");
-  }
-  {
-    std::ofstream out = open_output(path, "--metrics", true);
-    out << "two\n";
-    check_output(out, path, "--metrics");
-  }
+  OutputStream(path, "--metrics", false).write("one\n");
+  OutputStream(path, "--metrics", true).write("two\n");
   EXPECT_EQ(read_all(path), "one\ntwo\n");
-  { std::ofstream out = open_output(path, "--metrics"); }
+  { OutputStream out(path, "--metrics", false); }
   EXPECT_EQ(read_all(path), "");
 }
 
@@ -63,7 +64,7 @@ TEST(OutputFile, FolderBlockedByAFileIsNamed) {
   std::filesystem::remove_all(blocker);
   std::ofstream(blocker) << "a file where a folder should go";
   const std::string path = blocker + "/sub/summary.json";
-  const std::string opened = error_of([&] { open_output(path, "--metrics"); });
+  const std::string opened = error_of([&] { OutputStream(path, "--metrics", false); });
   EXPECT_NE(opened.find("--metrics: cannot create the folder " + blocker + "/sub"),
             std::string::npos)
       << opened;
@@ -75,20 +76,95 @@ TEST(OutputFile, FolderBlockedByAFileIsNamed) {
 TEST(OutputFile, UnwritablePathNamesFlagAndReason) {
   const std::string dir = test::temp_path("output_is_dir");
   std::filesystem::create_directories(dir);
-  const std::string opened = error_of([&] { open_output(dir, "--metrics"); });
-  EXPECT_NE(opened.find("--metrics: cannot open " + dir + " for writing: Is a directory"),
-            std::string::npos)
-      << opened;
+  const std::string opened = error_of([&] { OutputStream(dir, "--metrics", false); });
+  EXPECT_NE(opened.find("--metrics: " + dir + " is a directory"), std::string::npos) << opened;
   const std::string written = error_of([&] { write_text_file(dir, "{}", "eval --out"); });
   EXPECT_EQ(written.rfind("eval --out: ", 0), 0u) << written;
 }
 
 TEST(OutputFile, FullDiskIsReportedWhenWritten) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
-  std::ofstream out = open_output("/dev/full", "--metrics", true);
-  out << std::string(1 << 16, 'x');
-  const std::string failed = error_of([&] { check_output(out, "/dev/full", "--metrics"); });
+  OutputStream out("/dev/full", "--metrics", true);
+  const std::string failed = error_of([&] { out.write(std::string(1 << 16, 'x')); });
   EXPECT_NE(failed.find("--metrics: writing /dev/full failed"), std::string::npos) << failed;
+}
+
+// --metrics, as every other output, refuses a symbolic link to a file and leaves the file as
+// it was (it is neither truncated nor written).
+TEST(OutputFile, LinkToAFileIsRefusedAndTheFileKept) {
+  const std::string dir = test::temp_path("output_link");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/real.jsonl") << "precious\n";
+  std::filesystem::create_symlink(dir + "/real.jsonl", dir + "/m.jsonl");
+  for (const bool append : {false, true}) {
+    const std::string opened =
+        error_of([&] { OutputStream(dir + "/m.jsonl", "--metrics", append); });
+    EXPECT_NE(opened.find("--metrics: " + dir + "/m.jsonl is a symbolic link to"),
+              std::string::npos)
+        << opened;
+  }
+  EXPECT_EQ(read_all(dir + "/real.jsonl"), "precious\n");
+}
+
+// A FIFO that no process reads is said at once (no open that waits for a reader for ever), by
+// the line writer and by the whole-file writer alike.
+TEST(OutputFile, FifoWithoutReaderFailsAtOnce) {
+  const std::string fifo = test::temp_path("output_unread.fifo");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THROW(OutputStream(fifo, "--metrics", true), UnreadStreamError);
+  const std::string written = error_of([&] { write_text_file(fifo, "{}\n", "--summary"); });
+  EXPECT_NE(written.find("--summary: cannot write " + fifo + ": " + fifo +
+                         " is a FIFO that no process reads"),
+            std::string::npos)
+      << written;
+  EXPECT_THROW(write_text_file(fifo, "{}\n", "--summary"), UnreadStreamError);
+  std::filesystem::remove(fifo);
+}
+
+// A FIFO whose reader stopped reading: once the process is stopping, the write gives up instead
+// of waiting for room; a reader that closed its end is EPIPE, not SIGPIPE's death.
+TEST(OutputFile, FullFifoGivesUpWhenStoppingAndClosedReaderIsAnError) {
+  const std::string fifo = test::temp_path("output_full.fifo");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  OutputStream out(fifo, "--metrics", true);
+  set_stream_stop_check([] { return true; });
+  EXPECT_THROW(out.write(std::string(size_t{4} << 20, 'x')), UnreadStreamError);
+  set_stream_stop_check(nullptr);
+  ASSERT_EQ(close(reader), 0);
+  const std::string broken = error_of([&] { out.write("line\n"); });
+  EXPECT_NE(broken.find("Broken pipe"), std::string::npos) << broken;
+  std::filesystem::remove(fifo);
+}
+
+// Every signal whose default action ends the process removes the temporary file it interrupts
+// (an import's OUT.h5.tmp-XXXXXX), and the process still ends by that signal.
+TEST(TemporaryFile, RemovedAtEverySignalThatEndsTheProcess) {
+  const std::string dir = test::temp_path("signalled");
+  for (const int signal : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM,
+                           SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO, SIGPWR}) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      const rlimit no_core{0, 0};
+      setrlimit(RLIMIT_CORE, &no_core);
+      TemporaryFile tmp(dir + "/out.h5");
+      raise(signal);
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal)
+        << strsignal(signal) << ": status " << status;
+    EXPECT_TRUE(std::filesystem::is_empty(dir)) << strsignal(signal) << " left a file";
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(AtomicFile, ProgressAfterEvery64MiBAndAtTheEnd) {

@@ -6,7 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "ringtrain/core/error.hpp"
+
 namespace ringtrain {
+
+// A stream output that nobody reads: a FIFO with no reader when it is opened, or one whose
+// reader stopped reading when the run was asked to stop (see set_stream_stop_check). `train`
+// goes on without such an output, with a warning; the other commands fail with it.
+class UnreadStreamError : public Error {
+ public:
+  using Error::Error;
+};
 
 // What an output's path may name besides a regular file (or nothing yet).
 enum class OutputKinds {
@@ -30,6 +40,24 @@ bool is_output_stream(const std::string& path, OutputKinds kinds, const std::str
 // needed and free when the disk is full). `progress(bytes written, bytes in all)` is called
 // after each 64 MiB written, for the progress lines of large files.
 using WriteProgress = std::function<void(std::size_t done, std::size_t total)>;
+
+// Opens the stream `path` (is_output_stream said so) for appending, without waiting for a
+// reader: a FIFO that no process reads throws UnreadStreamError at once. Its writes go through
+// write_all, which waits for room while the stream is full.
+int open_stream(const std::string& path);
+
+// Writes the `size` bytes at `data` to `fd`; returns 0 or the errno of the write that failed,
+// and the bytes written in `done`. A full stream is waited on (poll), and given up (ECANCELED)
+// once the stop check says the process is stopping; a reader that closed its end gives EPIPE
+// (SIGPIPE does not end the process).
+int write_all(int fd, const char* data, std::size_t size, const WriteProgress& progress,
+              std::size_t& done);
+
+// What a write waiting on a full stream asks, every 200 ms, to know that it should give up:
+// `train` installs its stop request (SIGTERM, SIGUSR1), so that a reader that stopped reading
+// never keeps it from stopping.
+void set_stream_stop_check(bool (*stopping)());
+
 void write_file_atomically(const std::string& path, const std::vector<char>& image,
                            const WriteProgress& progress = {},
                            OutputKinds kinds = OutputKinds::files_and_streams);

@@ -6,9 +6,12 @@ namespace ringtrain {
 
 // A new file beside `target`, named TARGET.tmp-XXXXXX and created exclusively (O_CREAT|O_EXCL:
 // never an existing file of the user's, never through a symbolic link planted under its name).
-// It is removed by the destructor unless commit() renamed it to `target`, and also when SIGINT,
-// SIGTERM or SIGHUP ends the process while it exists (for the signals whose action is still the
-// default: a command that handles them itself, as `train` does, finishes its write instead).
+// It is removed by the destructor unless commit() renamed it to `target`, and also when a signal
+// whose default action ends the process (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+// SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO, SIGPWR) ends it while the file
+// exists; the process then ends by that signal, as it would have. Only signals whose action is
+// still the default are covered: a command that handles one itself, as `train` does SIGTERM and
+// SIGUSR1, finishes its write instead.
 // Throws an Error naming the call and the system's reason when it cannot be created.
 class TemporaryFile {
  public:

@@ -37,7 +37,8 @@ constexpr int kDeviceRow = 0, kHostRow = 1, kAllReduceRows = 100, kLoaderRows = 
 nlohmann::json chrome_trace(const TraceRows& rows, int rank, const std::string& process_label,
                             const TraceClock& clock);
 
-// chrome_trace() written to `path` (--trace-dir).
+// chrome_trace() written to `path` (--trace-dir); a FIFO that nobody reads gets a warning
+// instead, and the run goes on.
 void write_chrome_trace(const std::string& path, const TraceRows& rows, int rank,
                         const std::string& process_label, const TraceClock& clock);
 

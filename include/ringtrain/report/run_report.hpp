@@ -1,7 +1,8 @@
 #pragma once
 #include <chrono>
-#include <fstream>
+#include <string>
 
+#include "ringtrain/core/output_file.hpp"
 #include "ringtrain/report/metrics.hpp"
 #include "ringtrain/run_config/config.hpp"
 
@@ -19,7 +20,8 @@ class RunReport {
 
   // When the steps start, at `start_step` (> 0 after a resume from `resumed_from`): every rate
   // and mean counts the work of this process only. Opens --metrics: a fresh run replaces it, a
-  // resumed one appends a segment marker line and its epochs to it.
+  // resumed one appends a segment marker line and its epochs to it. A FIFO that no process
+  // reads is not waited for: a warning, and the run goes on without it.
   void begin(int64_t start_step, const std::string& resumed_from);
   // Whether a progress line is due after step `step` (0-based): on rank 0, every
   // --log-interval seconds (every 0.5 s on a terminal) and after the last step. The trainer
@@ -39,12 +41,14 @@ class RunReport {
   bool line_due(double interval, bool last);
   // A progress line: rewritten in place on a terminal (ended there when `last`), else logged.
   void print_line(const std::string& line, bool last);
+  // Writes `text` to --metrics; a FIFO nobody reads any more ends the metrics with a warning.
+  void write_metrics(const std::string& text);
   using Clock = std::chrono::steady_clock;
   const TrainConfig& config_;
   bool root_, terminal_;
   int64_t total_steps_, epochs_, global_batch_, start_step_ = 0;
   Clock::time_point start_, last_line_;
-  std::ofstream metrics_;
+  OutputStream metrics_;
 };
 
 // "1m05s", "42s".

@@ -2,15 +2,18 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <thread>
 
 #include "ringtrain/backend/op_checks.hpp"
 #include "ringtrain/core/atomic_file.hpp"
@@ -89,19 +92,42 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
-// An exclusive flock on PATH.lock for as long as it lives.
+// " (held by pid N)" from /proc/locks for the file open as `fd`, or "" when not known.
+std::string lock_holder(int fd) {
+  struct stat st {};
+  std::ifstream locks("/proc/locks");
+  if (fstat(fd, &st) != 0 || !locks) return "";
+  char id[64];
+  std::snprintf(id, sizeof id, " %02x:%02x:%lu ", major(st.st_dev), minor(st.st_dev),
+                static_cast<unsigned long>(st.st_ino));
+  for (std::string line; std::getline(locks, line);) {
+    const std::size_t at = line.find(id);
+    if (at == std::string::npos || line.find("->") != std::string::npos) continue;
+    const std::size_t pid = line.rfind(' ', at - 1);
+    return str_cat(" (held by pid ", line.substr(pid + 1, at - pid - 1), ")");
+  }
+  return "";
+}
+
+// An exclusive flock on PATH.lock for as long as it lives, waited for `wait` at most: a process
+// stopped while it holds the lock must not stall every other one's start.
 class FileLock {
  public:
-  explicit FileLock(const std::string& path) : path_(path + ".lock") {
-    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  FileLock(const std::string& path, std::chrono::milliseconds wait) : path_(path + ".lock") {
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     RT_CHECK(fd_ >= 0, "open of ", path_, " failed: ", errno_text());
+    const auto until = std::chrono::steady_clock::now() + wait;
     int status;
-    do status = flock(fd_, LOCK_EX);
-    while (status != 0 && errno == EINTR);
+    while ((status = flock(fd_, LOCK_EX | LOCK_NB)) != 0 &&
+           (errno == EINTR || errno == EWOULDBLOCK) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (status != 0) {
-      const std::string why = errno_text();
+      const std::string why = errno == EWOULDBLOCK
+                                  ? str_cat("another process holds its lock ", path_,
+                                            lock_holder(fd_), " for over ", wait.count(), " ms")
+                                  : str_cat("flock of ", path_, " failed: ", errno_text());
       ::close(fd_);
-      throw Error(str_cat("flock of ", path_, " failed: ", why));
+      throw Error(why);
     }
   }
   // Closing the descriptor releases the lock.
@@ -116,6 +142,38 @@ class FileLock {
   int fd_ = -1;
 };
 
+// The whole of the regular file `path`, when it is one of at most `limit` bytes; nothing (and
+// why, empty for a missing file) otherwise. Opened without waiting (O_NONBLOCK): a FIFO is
+// refused, never read.
+std::optional<std::string> read_capped(const std::string& path, std::size_t limit,
+                                       std::string& why) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    why = errno == ENOENT || errno == ENOTDIR ? "" : str_cat("cannot read it: ", errno_text());
+    return std::nullopt;
+  }
+  struct stat st {};
+  std::string text;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+  } else if (static_cast<std::size_t>(st.st_size) > limit) {
+    why = str_cat(st.st_size, " bytes, over the ", limit, " a cache file may have");
+  } else {
+    text.resize(limit + 1);
+    std::size_t done = 0;
+    ssize_t n;
+    while ((n = ::read(fd, text.data() + done, text.size() - done)) > 0 ||
+           (n < 0 && errno == EINTR))
+      done += n > 0 ? static_cast<std::size_t>(n) : 0;
+    if (n < 0) why = str_cat("cannot read it: ", errno_text());
+    if (done > limit) why = str_cat("over the ", limit, " bytes a cache file may have");
+    text.resize(done);
+  }
+  ::close(fd);
+  if (!why.empty()) return std::nullopt;
+  return text;
+}
+
 }  // namespace
 
 ConvAlgoNote warn_on_rank0(int rank) {
@@ -124,8 +182,12 @@ ConvAlgoNote warn_on_rank0(int rank) {
   };
 }
 
-ConvAlgoFile::ConvAlgoFile(std::string path, ConvAlgoContext context, ConvAlgoNote note)
-    : path_(std::move(path)), context_(std::move(context)), note_(std::move(note)) {
+ConvAlgoFile::ConvAlgoFile(std::string path, ConvAlgoContext context, ConvAlgoNote note,
+                           std::chrono::milliseconds lock_wait)
+    : path_(std::move(path)),
+      context_(std::move(context)),
+      note_(std::move(note)),
+      lock_wait_(lock_wait) {
   std::string why;
   if (std::optional<Entries> on_disk = read(why)) {
     entries_ = std::move(*on_disk);
@@ -136,22 +198,10 @@ ConvAlgoFile::ConvAlgoFile(std::string path, ConvAlgoContext context, ConvAlgoNo
 }
 
 std::optional<ConvAlgoFile::Entries> ConvAlgoFile::read(std::string& why) const {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path_, ec);
-  if (!fs::exists(status)) return Entries{};
-  if (!fs::is_regular_file(status)) {
-    why = "not a regular file";
-    return std::nullopt;
-  }
-  std::ifstream in(path_, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) {
-    why = str_cat("cannot read it: ", errno_text());
-    return std::nullopt;
-  }
+  const std::optional<std::string> text = read_capped(path_, kMaxFileBytes, why);
+  if (!text) return why.empty() ? std::optional<Entries>(Entries{}) : std::nullopt;
   try {
-    const json doc = json::parse(text.str());
+    const json doc = json::parse(*text);
     if (doc.at("format") != kFormat) {
       why = str_cat("format ", doc.at("format").dump(), ", expected \"", kFormat, "\"");
       return std::nullopt;
@@ -184,7 +234,7 @@ void ConvAlgoFile::add(const ConvKey& key, const ConvChoice& choice) {
   try {
     const fs::path parent = fs::path(path_).parent_path();
     if (!parent.empty()) fs::create_directories(parent);
-    const FileLock lock(path_);
+    const FileLock lock(path_, lock_wait_);
     std::string why;
     Entries merged = read(why).value_or(Entries{});
     for (const auto& [k, c] : entries_) merged[k] = c;

@@ -2,6 +2,7 @@
 // cuDNN's algorithm searches kept in a file, so that a process searches only the convolutions
 // that no earlier process searched on the same GPU model with the same cuDNN. Host code, free of
 // CUDA types, unit-tested without a GPU.
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -32,12 +33,18 @@ ConvAlgoNote warn_on_rank0(int rank);
 // the entries other processes added since, adds its own, and replaces the file atomically
 // (PATH.tmp, fsync, rename). So the ranks of a job, or replicas of one process, may share one
 // file, and a process killed at any point leaves either the old file or the new one. A file
-// that cannot be read or written never stops a run: the search runs, as without a file.
+// that cannot be read or written never stops a run: the search runs, as without a file. Nor
+// does another process's lock: one held longer than `lock_wait` (a process stopped while
+// holding it) gives one note naming the lock file and its holder, and this process goes on
+// without writing the file. A file over kMaxFileBytes is ignored with a note, never read whole.
 class ConvAlgoFile {
  public:
+  static constexpr std::size_t kMaxFileBytes = std::size_t{64} << 20;
+
   // Reads `path` when it exists. A missing file is an empty cache; a corrupt file, or one from
   // another GPU, cuDNN or format, is ignored with one note and replaced by the first add().
-  ConvAlgoFile(std::string path, ConvAlgoContext context, ConvAlgoNote note = {});
+  ConvAlgoFile(std::string path, ConvAlgoContext context, ConvAlgoNote note = {},
+               std::chrono::milliseconds lock_wait = std::chrono::seconds(30));
 
   const std::string& path() const { return path_; }
   std::size_t size() const { return entries_.size(); }
@@ -55,6 +62,7 @@ class ConvAlgoFile {
   std::string path_;
   ConvAlgoContext context_;
   ConvAlgoNote note_;
+  std::chrono::milliseconds lock_wait_;
   Entries entries_;
   bool writable_ = true;  // false after a failed write: one note, then searches are not kept
 };

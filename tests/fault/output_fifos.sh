@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# An output FIFO never makes `train` deaf to SIGTERM: --metrics, --summary or a trace file that
+# is a FIFO nobody reads is not waited for (a warning naming it; the run goes on without it), and
+# a --metrics FIFO whose reader stopped reading is waited on only until the stop, so SIGTERM still
+# ends the run with its checkpoint and exit 75. A FIFO with a reader still receives every line. `timeout` guards every wait, so a hang fails the test instead of stalling it.
+source "$(dirname "$0")/checkpoint_common.sh"
+fail_log=$dir/err
+
+# stopped NAME DATA SECONDS WARNING ARGS...: `train ARGS` on DATA in the background, SIGTERM once
+# it has run SECONDS; passes when it ends within 30 s of the signal with exit 75 and WARNING.
+stopped() {
+  local name=$1 data=$2 seconds=$3 warning=$4 pid rc
+  shift 4
+  "$bin" train --data "$data" --batch-size 16 "${model[@]}" --steps 100000 \
+    --checkpoint-dir "$dir/ck_$name" "$@" >"$dir/$name.log" 2>&1 </dev/null &
+  pid=$!
+  sleep "$seconds"
+  kill -TERM "$pid"
+  if ! timeout 30 tail --pid="$pid" -f /dev/null; then
+    kill -KILL "$pid"
+    wait "$pid"
+    fail "$name: still running 30 s after SIGTERM" "$dir/$name.log"
+    return
+  fi
+  wait "$pid"
+  rc=$?
+  if [ "$rc" -ne 75 ]; then
+    fail "$name: exit status $rc after SIGTERM, want 75" "$dir/$name.log"
+  elif ! grep -q -- "$warning" "$dir/$name.log"; then
+    fail "$name: no warning '$warning'" "$dir/$name.log"
+  else
+    ok "$name: exit 75 after SIGTERM; $(grep -m 1 -o -- "--.*$warning" "$dir/$name.log")"
+  fi
+}
+
+mkfifo "$dir/metrics.fifo" "$dir/summary.fifo"
+mkdir "$dir/traces"
+mkfifo "$dir/traces/trace_rank0.json"
+none="is a FIFO that no process reads"
+stopped metrics_fifo_without_reader "$data" 2 "$none" --metrics "$dir/metrics.fifo"
+stopped summary_fifo_without_reader "$data" 2 "$none" --summary "$dir/summary.fifo"
+stopped trace_fifo_without_reader "$data" 2 "$none" --profile trace --trace-dir "$dir/traces"
+
+# A reader that stopped reading: with one step per epoch, the epochs' lines fill the FIFO (64 KiB,
+# some 140 epochs) within about 2 s, and the write waits; SIGTERM after 6 s ends that wait.
+"$bin" data synth --out "$dir/one_batch.h5" --train 16 --test 16 --height 16 --width 16 >/dev/null
+timeout 120 sleep 120 <"$dir/metrics.fifo" &
+stalled=$!
+stopped metrics_fifo_reader_stalled "$dir/one_batch.h5" 6 "takes no more (its reader stopped reading)" \
+  --metrics "$dir/metrics.fifo"
+kill "$stalled" 2>/dev/null
+wait "$stalled" # its end closed: what it left unread goes with it
+
+# A FIFO with a reader: every epoch's line arrives, and it is still a FIFO.
+timeout 60 cat "$dir/metrics.fifo" >"$dir/from_fifo.jsonl" &
+reader=$!
+if run_train --steps 64 --checkpoint-dir "$dir/ck_read" --metrics "$dir/metrics.fifo" \
+  >"$dir/read.log" 2>&1 && wait "$reader" && [ -p "$dir/metrics.fifo" ] &&
+  [ "$(grep -c '"epoch":' "$dir/from_fifo.jsonl")" -eq 2 ]; then
+  ok "--metrics FIFO with a reader: both epochs' lines arrive"
+else
+  kill "$reader" 2>/dev/null
+  fail "--metrics FIFO with a reader: $(wc -l <"$dir/from_fifo.jsonl") lines" "$dir/read.log"
+fi
+finish output_fifos
