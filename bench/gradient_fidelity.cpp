@@ -30,9 +30,9 @@ void read_file(const std::string& path, const std::string& flag, void* data, siz
 }
 
 void write_file(const std::string& path, const void* data, size_t bytes) {
-  std::ofstream out = open_output(path, "--out");
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  check_output(out, path, "--out");
+  OutputStream out(path, "--out", false);
+  out.write(std::string(static_cast<const char*>(data), bytes));
+  out.close();
 }
 
 // Every parameter's values of one kind (param or grad), in registration order, as T.

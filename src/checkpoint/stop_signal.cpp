@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/error.hpp"
 
 namespace ringtrain {
@@ -37,6 +38,8 @@ void install(int signal) {
 void install_stop_signal_handlers() {
   install(SIGTERM);
   install(SIGUSR1);
+  // A stream output (a FIFO) whose reader stops reading never keeps the run from stopping.
+  set_stream_stop_check([] { return stop_signal_received() != 0; });
 }
 
 int stop_signal_received() {

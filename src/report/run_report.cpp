@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "ringtrain/checkpoint/stop_signal.hpp"
 #include "ringtrain/core/atomic_file.hpp"
 #include "ringtrain/core/host.hpp"
 #include "ringtrain/core/json_text.hpp"
@@ -109,9 +108,7 @@ RunReport::RunReport(const TrainConfig& config, bool root, int world_size, int64
       epochs_(epochs),
       global_batch_(global_batch),
       start_(Clock::now()),
-      last_line_(start_) {
-  set_stream_stop_check([] { return stop_signal_received() != 0; });
-}
+      last_line_(start_) {}
 
 void RunReport::begin(int64_t start_step, const std::string& resumed_from) {
   start_step_ = start_step;

@@ -5,10 +5,7 @@
 # synth` either finish or fail at once (a library that cannot be mapped); a tiny CPU training run
 # passes at the documented 1.4 GB. `timeout` guards every run, so a hang fails the test.
 source "$(dirname "$0")/common.sh"
-if under_asan; then
-  echo "address_limit: skipped under AddressSanitizer (its shadow memory exceeds the limits)"
-  exit 0
-fi
+under_asan && skip_all "under AddressSanitizer (its shadow memory exceeds the limits)"
 fail_log=$dir/err
 
 # limited KIB COMMAND...: COMMAND under ulimit -v KIB, 20 s at most; its status.

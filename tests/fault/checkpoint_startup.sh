@@ -60,7 +60,7 @@ l=$dir/live
 mkdir -p "$l"
 echo writing >"$l/ckpt-step00000013.h5.tmp-4d5e6f"
 echo torn >"$l/ckpt-step00000015.h5.tmp-7a8b9c"
-flock "$l/ckpt-step00000013.h5.tmp-4d5e6f" sleep 60 &
+flock "$l/ckpt-step00000013.h5.tmp-4d5e6f" sleep 60 </dev/null >/dev/null 2>&1 &
 holder=$!
 sleep 0.5
 if run_train --steps 2 --checkpoint-dir "$l" --no-final-checkpoint >"$dir/live.log" 2>&1 &&
@@ -70,6 +70,6 @@ if run_train --steps 2 --checkpoint-dir "$l" --no-final-checkpoint >"$dir/live.l
 else
   fail "a live temporary: left $(ls "$l" | tr '\n' ' ')" "$dir/live.log"
 fi
-kill "$holder" 2>/dev/null
+pkill -P "$holder" sleep
 wait "$holder" 2>/dev/null
 finish checkpoint_startup

@@ -45,7 +45,7 @@ if mknod "$dir/null" c 1 3 2>/dev/null && mknod "$dir/full" c 1 7; then
     fail "data synth onto a null device ($(stat -c %F "$dir/null"))" "$dir/synth_null.log"
   fi
 else
-  echo "skip the character-device cases: mknod needs root"
+  skip "character devices" "mknod needs root"
 fi
 
 # export, as every other output, creates the folders it names.

@@ -5,14 +5,14 @@
 # is made as user nobody (setpriv); the limit is raised step by step from where MPI cannot even
 # start until the threads under test (the loader's, the compute pool's) are what fails.
 for tool in prlimit setpriv; do
-  command -v "$tool" >/dev/null || { echo "skip thread_limit: no $tool"; exit 0; }
+  command -v "$tool" >/dev/null || { echo "skip thread_limit: no $tool"; exit 77; }
 done
 source "$(dirname "$0")/common.sh"
 chmod 777 "$dir"
 as_user=()
 if [ "$(id -u)" -eq 0 ]; then
   as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-  if ! "${as_user[@]}" true 2>/dev/null; then echo "skip thread_limit: setpriv cannot switch to nobody"; exit 0; fi
+  "${as_user[@]}" true 2>/dev/null || skip_all "setpriv cannot switch to nobody"
 fi
 # LeakSanitizer's tracer is one more thread the limit would refuse; OpenBLAS's own threads, which
 # it cannot do without (it exits), are not the ones under test.

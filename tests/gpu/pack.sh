@@ -16,7 +16,11 @@ bash env/install_deps.sh
 # keeps only the shared libraries it calls (--as-needed): the shared HDF5 would bring libcurl and
 # OpenSSL for its S3 driver, which ringtrain never uses: a sixth of the bundle.
 # Note: CMake's FindHDF5 leaves the static library's own dependencies (szip, zlib) off the link.
+# The GPU machines lent are Hopper (H100, H200): the bundle's kernels are built for sm_90 (and its
+# PTX) alone, RINGTRAIN_PACK_CUDA_ARCHITECTURES to change it; the default list for a build on a
+# machine without a GPU takes twice as long.
 cmake -S . -B build-pack -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGTRAIN_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="${RINGTRAIN_PACK_CUDA_ARCHITECTURES:-90}" \
   -DRINGTRAIN_MARCH=x86-64-v3 -U "HDF5_*" -DHDF5_USE_STATIC_LIBRARIES=ON \
   -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed "-DCMAKE_CXX_STANDARD_LIBRARIES=-lsz -lz" >/dev/null
 cmake --build build-pack -j "$(nproc)" \

@@ -10,7 +10,8 @@ namespace ringtrain {
 
 // Installs the handlers (SA_RESTART: reads and writes in progress are not interrupted). Call it
 // before any long work, MPI_Init included; calling it again changes nothing. Throws naming the
-// call when sigaction fails.
+// call when sigaction fails. A write to a stream output (a FIFO) that waits for its reader gives
+// up once a stop is requested (set_stream_stop_check).
 void install_stop_signal_handlers();
 
 // The first stop signal received (SIGTERM or SIGUSR1), or 0.
