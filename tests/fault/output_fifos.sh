@@ -6,15 +6,28 @@
 source "$(dirname "$0")/checkpoint_common.sh"
 fail_log=$dir/err
 
+# settled LOG: waits (60 s at most) until LOG has stopped growing for 2 s: the run logs every step,
+# so it is then waiting on something.
+settled() {
+  local before=-1 now
+  for _ in $(seq 30); do
+    now=$(stat -c %s "$1")
+    [ "$now" -gt 0 ] && [ "$now" -eq "$before" ] && return
+    before=$now
+    sleep 2
+  done
+}
+
 # stopped NAME DATA SECONDS WARNING ARGS...: `train ARGS` on DATA in the background, SIGTERM once
-# it has run SECONDS; passes when it ends within 30 s of the signal with exit 75 and WARNING.
+# it has run SECONDS (or once its log has settled, for SECONDS "settled"); passes when it ends
+# within 30 s of the signal with exit 75 and WARNING.
 stopped() {
   local name=$1 data=$2 seconds=$3 warning=$4 pid rc
   shift 4
   "$bin" train --data "$data" --batch-size 16 "${model[@]}" --steps 100000 \
     --checkpoint-dir "$dir/ck_$name" "$@" >"$dir/$name.log" 2>&1 </dev/null &
   pid=$!
-  sleep "$seconds"
+  if [ "$seconds" = settled ]; then settled "$dir/$name.log"; else sleep "$seconds"; fi
   kill -TERM "$pid"
   if ! timeout 30 tail --pid="$pid" -f /dev/null; then
     kill -KILL "$pid"
@@ -36,18 +49,21 @@ stopped() {
 mkfifo "$dir/metrics.fifo" "$dir/summary.fifo"
 mkdir "$dir/traces"
 mkfifo "$dir/traces/trace_rank0.json"
+# One step per epoch: a run stopped in its first epoch writes no summary or trace, and on a slow
+# machine (the sanitizer build) 2 s may not finish an epoch of $data.
+"$bin" data synth --out "$dir/one_batch.h5" --train 16 --test 16 --height 16 --width 16 >/dev/null
 none="is a FIFO that no process reads"
-stopped metrics_fifo_without_reader "$data" 2 "$none" --metrics "$dir/metrics.fifo"
-stopped summary_fifo_without_reader "$data" 2 "$none" --summary "$dir/summary.fifo"
-stopped trace_fifo_without_reader "$data" 2 "$none" --profile trace --trace-dir "$dir/traces"
+stopped metrics_fifo_without_reader "$dir/one_batch.h5" 2 "$none" --metrics "$dir/metrics.fifo"
+stopped summary_fifo_without_reader "$dir/one_batch.h5" 2 "$none" --summary "$dir/summary.fifo"
+stopped trace_fifo_without_reader "$dir/one_batch.h5" 2 "$none" --profile trace \
+  --trace-dir "$dir/traces"
 
 # A reader that stopped reading: with one step per epoch, the epochs' lines fill the FIFO (64 KiB,
-# some 140 epochs) within about 2 s, and the write waits; SIGTERM after 6 s ends that wait.
-"$bin" data synth --out "$dir/one_batch.h5" --train 16 --test 16 --height 16 --width 16 >/dev/null
+# some 140 epochs) and the write waits (the log stops growing); SIGTERM then ends that wait.
 timeout 120 sleep 120 <"$dir/metrics.fifo" &
 stalled=$!
-stopped metrics_fifo_reader_stalled "$dir/one_batch.h5" 6 "takes no more (its reader stopped reading)" \
-  --metrics "$dir/metrics.fifo"
+stopped metrics_fifo_reader_stalled "$dir/one_batch.h5" settled \
+  "takes no more (its reader stopped reading)" --metrics "$dir/metrics.fifo"
 kill "$stalled" 2>/dev/null
 wait "$stalled" # its end closed: what it left unread goes with it
 
