@@ -200,13 +200,12 @@ const CheckpointRotation::Known& CheckpointRotation::classify(const std::string&
   const auto found = known_.find(path);
   if (found == known_.end() || found->second.size != now.size ||
       found->second.mtime_ns != now.mtime_ns)
-    known_[path] = examine(path);
+    known_[path] = examine(path, now);
   return known_[path];
 }
 
-CheckpointRotation::Known CheckpointRotation::examine(const std::string& path) {
-  Known now{Kind::foreign, 0, 0, ""};
-  regular_file_stamp(path, &now.size, &now.mtime_ns);
+CheckpointRotation::Known CheckpointRotation::examine(const std::string& path, Known now) {
+  now.kind = Kind::foreign;
   try {
     now.why = run_mismatch(verify_checkpoint(path), identity_);
     now.kind = now.why.empty() ? Kind::good : Kind::foreign;

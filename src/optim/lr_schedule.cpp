@@ -30,10 +30,14 @@ const NameTable<Schedule>& names_of<Schedule>() {
 void LrSchedule::validate() const {
   RT_CHECK(base_lr > 0, "lr schedule: learning rate must be positive, got ", base_lr);
   RT_CHECK(total_steps > 0, "lr schedule: total steps must be positive, got ", total_steps);
-  RT_CHECK(warmup_steps >= 0 && warmup_steps < total_steps, "lr schedule: warmup of ", warmup_steps,
-           " steps must be shorter than the run of ", total_steps);
-  RT_CHECK(kind != Schedule::onecycle || warmup_steps == 0,
-           "lr schedule: onecycle has its own warmup; drop --warmup-steps");
+  // Note: a warmup the run cannot finish is the user's setting, so a configuration error (exit 2);
+  // the run's length is known only here (after the data, for --epochs).
+  RT_CHECK_AS(ConfigError, warmup_steps >= 0 && warmup_steps < total_steps,
+              "config: --warmup-steps ", warmup_steps, " must be shorter than the run of ",
+              total_steps, " steps: lower --warmup-steps, or raise --epochs or --steps");
+  RT_CHECK_AS(ConfigError, kind != Schedule::onecycle || warmup_steps == 0,
+              "config: --schedule onecycle has its own warmup (30% of the run): drop "
+              "--warmup-steps, or choose another --schedule");
   RT_CHECK(step_size > 0, "lr schedule: step size must be positive, got ", step_size);
 }
 

@@ -175,10 +175,6 @@ void TrainSession::build_length() {
   length.total_steps = config.steps > 0 ? config.steps
                                         : checked_mul(config.epochs, length.steps_per_epoch,
                                                       "train: --epochs x steps");
-  RT_CHECK_AS(ConfigError, config.warmup_steps < length.total_steps, "config: --warmup-steps ",
-              config.warmup_steps, " must be shorter than the run of ", length.total_steps,
-              " steps (--epochs ", config.epochs, " x ", length.steps_per_epoch,
-              " per epoch): lower --warmup-steps, or raise --epochs or --steps");
   length.epochs = (length.total_steps + length.steps_per_epoch - 1) / length.steps_per_epoch;
   length.global_batch = int64_t{config.batch_size} * world.size() * config.accum_steps;
   schedule = make_schedule(config, length.total_steps);

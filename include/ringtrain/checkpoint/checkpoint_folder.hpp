@@ -92,7 +92,8 @@ class CheckpointRotation {
     std::string why;   // for another run's: what differs
   };
   const Known& classify(const std::string& path);
-  Known examine(const std::string& path);
+  // What the regular file `path` is; `now` holds its size and modification time.
+  Known examine(const std::string& path, Known now);
   void move_aside(const std::string& path, const std::string& why);
   void remove(const std::string& path);
 
