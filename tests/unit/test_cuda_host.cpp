@@ -245,6 +245,31 @@ TEST(CpuMixedOps, CopyTransposesBetweenLayouts) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(b.data<float>()[i], expected[i]);
 }
 
+// The CPU backend's twin of a device-to-host copy: a copy out of the memory its zeros() handed
+// out (a view into it included) into any other counts as a read; into its own memory, or from
+// the host, it does not.
+TEST(CpuMixedOps, CopyOutOfTheBackendsMemoryCountsAsARead) {
+  CpuBackend backend(1);
+  Tensor host = Tensor::zeros({8}, DType::f32);
+  Tensor device = backend.zeros({8}, DType::f32), other = backend.zeros({8}, DType::f32);
+  const int64_t reads = backend.values_read();
+  backend.copy(host, device);
+  backend.copy(device, other);
+  backend.copy_to_device_async(host, other);
+  EXPECT_EQ(backend.values_read(), reads);
+  backend.copy(device, host);
+  EXPECT_EQ(backend.values_read(), reads + 1);
+  Tensor tail = Tensor::view(device.data<float>() + 4, {4}, DType::f32);
+  Tensor host_tail = Tensor::zeros({4}, DType::f32);
+  backend.copy(tail, host_tail);
+  EXPECT_EQ(backend.values_read(), reads + 2);
+  backend.copy(host_tail, tail);
+  EXPECT_EQ(backend.values_read(), reads + 2);
+  // A tensor may outlive its backend (freed under ASan in the sanitizer pass).
+  const Tensor outlives = [] { return CpuBackend(1).zeros({4}, DType::f32); }();
+  EXPECT_EQ(outlives.data<float>()[3], 0.0f);
+}
+
 // What a device start-up's query returns on each card, without the card.
 const GpuIdentity t4{0, "Tesla T4", 7, 5};
 const GpuIdentity a100{1, "NVIDIA A100-SXM4-80GB", 8, 0};

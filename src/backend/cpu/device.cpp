@@ -11,6 +11,7 @@
 
 #include "conv_primitives.hpp"
 #include "kernels.hpp"
+#include "owned_memory.hpp"
 #include "ringtrain/core/cpus.hpp"
 #include "ringtrain/core/layout.hpp"
 
@@ -23,7 +24,8 @@ using cpu::elementwise;
 CpuBackend::CpuBackend(int threads, DType compute)
     : compute_(compute),
       pool_((threads > 0 ? threads : affinity_cores()) - 1),
-      conv_(std::make_unique<cpu::ConvPrimitives>(pool_)) {
+      conv_(std::make_unique<cpu::ConvPrimitives>(pool_)),
+      memory_(std::make_shared<cpu::OwnedMemory>()) {
   openblas_set_num_threads(1);
 }
 
@@ -35,7 +37,7 @@ std::string CpuBackend::description() const {
 }
 
 Tensor CpuBackend::zeros(const Shape& shape, DType dtype) {
-  return Tensor::zeros(shape, dtype);
+  return memory_->zeros(shape, dtype);
 }
 
 void CpuBackend::fill(Tensor& t, double value) {
@@ -72,6 +74,7 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   } else {
     std::memcpy(dst.raw(), src.raw(), src.nbytes());
   }
+  if (memory_->contains(src.raw()) && !memory_->contains(dst.raw())) count_value_read();
 }
 
 void CpuBackend::cast(const Tensor& src, Tensor& dst) {

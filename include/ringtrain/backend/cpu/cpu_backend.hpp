@@ -10,7 +10,8 @@ namespace ringtrain {
 
 namespace cpu {
 class ConvPrimitives;
-}
+class OwnedMemory;
+}  // namespace cpu
 
 // The numerical reference: NCHW, f32 (or f64 for gradient checks). Every op splits across the
 // thread pool: f32 convolutions into one part of the batch per thread, each running a
@@ -107,6 +108,7 @@ class CpuBackend final : public Backend {
   DType compute_;
   ThreadPool pool_;
   std::unique_ptr<cpu::ConvPrimitives> conv_;  // f32 convolutions, one primitive per shape
+  std::shared_ptr<cpu::OwnedMemory> memory_;   // what zeros() handed out: the "device" memory
   std::vector<std::chrono::steady_clock::time_point> marks_;
   std::vector<LossValue> loss_log_;  // record_loss's, until take_losses
   double batch_loss(const Tensor& logits, const Tensor& labels, float smoothing, Tensor* dlogits,
