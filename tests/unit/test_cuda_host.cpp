@@ -245,18 +245,22 @@ TEST(CpuMixedOps, CopyTransposesBetweenLayouts) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(b.data<float>()[i], expected[i]);
 }
 
-// The CPU backend's twin of a device-to-host copy: a copy out of the memory its zeros() handed
-// out (a view into it included) into any other counts as a read; into its own memory, or from
-// the host, it does not.
+// The CPU's twin of a device-to-host copy: a copy out of the memory a CPU backend's zeros()
+// handed out (a view into it included) into any other counts as a read; into a CPU backend's
+// memory (its own or a DataParallel replica's), or from the host, it does not.
 TEST(CpuMixedOps, CopyOutOfTheBackendsMemoryCountsAsARead) {
-  CpuBackend backend(1);
+  CpuBackend backend(1), replica(1);
   Tensor host = Tensor::zeros({8}, DType::f32);
   Tensor device = backend.zeros({8}, DType::f32), other = backend.zeros({8}, DType::f32);
+  Tensor on_replica = replica.zeros({8}, DType::f32);
   const int64_t reads = backend.values_read();
   backend.copy(host, device);
   backend.copy(device, other);
+  backend.copy(device, on_replica);
+  replica.copy(device, on_replica);
   backend.copy_to_device_async(host, other);
   EXPECT_EQ(backend.values_read(), reads);
+  EXPECT_EQ(replica.values_read(), 0);
   backend.copy(device, host);
   EXPECT_EQ(backend.values_read(), reads + 1);
   Tensor tail = Tensor::view(device.data<float>() + 4, {4}, DType::f32);

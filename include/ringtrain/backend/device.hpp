@@ -56,8 +56,8 @@ class Device {
   virtual void wait_for_copies() = 0;
 
   // How many times the host has waited for a value the device computed: a loss, a count, a
-  // finite check, a copy to the host (on the CPU: a copy out of the memory zeros() handed out
-  // into any other). A training step that prints nothing makes none (one with
+  // finite check, a copy to the host (on the CPU: a copy out of the memory CPU backends' zeros()
+  // handed out into any other). A training step that prints nothing makes none (one with
   // fp16's finite check makes that one, as PyTorch's GradScaler does).
   int64_t values_read() const { return values_read_; }
 

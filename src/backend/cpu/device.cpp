@@ -25,7 +25,7 @@ CpuBackend::CpuBackend(int threads, DType compute)
     : compute_(compute),
       pool_((threads > 0 ? threads : affinity_cores()) - 1),
       conv_(std::make_unique<cpu::ConvPrimitives>(pool_)),
-      memory_(std::make_shared<cpu::OwnedMemory>()) {
+      memory_(cpu::OwnedMemory::of_cpu_backends()) {
   openblas_set_num_threads(1);
 }
 

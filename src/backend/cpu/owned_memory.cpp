@@ -4,8 +4,16 @@
 
 namespace ringtrain::cpu {
 
+// Note: shared, not a plain static, so that a tensor freed during the process's exit (after
+// static destructors ran) still finds the record its deleter holds.
+std::shared_ptr<OwnedMemory> OwnedMemory::of_cpu_backends() {
+  static const std::shared_ptr<OwnedMemory> record = std::make_shared<OwnedMemory>();
+  return record;
+}
+
 // Note: the tensor's storage is wrapped, not replaced. The wrapper's deleter holds the inner
-// storage (freed with it) and this map (kept alive by it, so a tensor may outlive its backend).
+// storage (freed with it) and this map (kept alive by it, so a tensor may outlive its backend and
+// the static record).
 Tensor OwnedMemory::zeros(const Shape& shape, DType dtype) {
   const Tensor t = Tensor::zeros(shape, dtype);
   std::shared_ptr<void> inner = t.shared_storage();

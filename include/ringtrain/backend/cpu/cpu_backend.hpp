@@ -108,7 +108,7 @@ class CpuBackend final : public Backend {
   DType compute_;
   ThreadPool pool_;
   std::unique_ptr<cpu::ConvPrimitives> conv_;  // f32 convolutions, one primitive per shape
-  std::shared_ptr<cpu::OwnedMemory> memory_;   // what zeros() handed out: the "device" memory
+  std::shared_ptr<cpu::OwnedMemory> memory_;   // what the CPU backends' zeros() handed out
   std::vector<std::chrono::steady_clock::time_point> marks_;
   std::vector<LossValue> loss_log_;  // record_loss's, until take_losses
   double batch_loss(const Tensor& logits, const Tensor& labels, float smoothing, Tensor* dlogits,
