@@ -58,8 +58,14 @@ void ParameterSet::zero_grad(Device& device) {
   if (backward_grads_.raw() != grads_.raw()) device.fill(backward_grads_, 0.0);
 }
 
+bool ParameterSet::written_in_compute_dtype(int id) const {
+  const ParamKind kind = param_infos_.at(static_cast<size_t>(id)).kind;
+  return backward_grads_.raw() != grads_.raw() && kind != ParamKind::norm_weight &&
+         kind != ParamKind::norm_bias;
+}
+
 void ParameterSet::gradient_written(int id) {
-  if (backward_grads_.raw() != grads_.raw()) {
+  if (written_in_compute_dtype(id)) {
     const int64_t offset = param_infos_.at(static_cast<size_t>(id)).offset, size = span(id);
     Tensor from = backward_grads_.slice(offset, {size}), to = grads_.slice(offset, {size});
     device_->accumulate(from, to);
@@ -87,6 +93,7 @@ Tensor ParameterSet::grad(int id) const {
   return lookup(grads_, param_infos_, id, "gradient");
 }
 Tensor ParameterSet::backward_grad(int id) const {
+  if (!written_in_compute_dtype(id)) return grad(id);
   return lookup(backward_grads_, param_infos_, id, "backward gradient");
 }
 Tensor ParameterSet::buffer(int id) const {

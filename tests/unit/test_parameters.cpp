@@ -85,7 +85,8 @@ void expect_aligned_views(Device& device, DType master, DType compute) {
     EXPECT_EQ(ps.param(id).dtype(), master) << name;
     EXPECT_EQ(ps.weight(id).dtype(), compute) << name;
     EXPECT_EQ(ps.grad(id).dtype(), master) << name;
-    EXPECT_EQ(ps.backward_grad(id).dtype(), compute) << name;
+    const bool norm = ps.param_infos()[i].kind == ParamKind::norm_bias;
+    EXPECT_EQ(ps.backward_grad(id).dtype(), norm ? master : compute) << name;
     count += shape_numel(kShapes[i]);
   }
   EXPECT_TRUE(aligned256(ps.buffer(0)));
@@ -110,7 +111,7 @@ TEST(MixedPrecision, MicroBatchGradientsAccumulateInF32) {
   Bf16HostDevice device;
   ParameterSet ps = odd_parameters();
   ps.allocate(device, DType::f32);
-  const int id = 3;
+  const int id = 2;  // a convolution's weight
   std::vector<float> heard;
   ps.set_gradient_listener(
       [&](int written) { heard.push_back(ps.grad(written).data<float>()[0]); });
@@ -128,6 +129,28 @@ TEST(MixedPrecision, MicroBatchGradientsAccumulateInF32) {
   EXPECT_EQ(heard, (std::vector<float>{256, 257, 258, 259}));
   ps.zero_grad(device);
   EXPECT_EQ(ps.grad(id).data<float>()[0], 0.0f);
+}
+
+// Batch norm's gradients are written in f32 straight into the gradients the optimizer reads,
+// with no bf16 buffer between: backward adds to them, micro-batch after micro-batch, and the
+// listener hears of each as it is written.
+TEST(MixedPrecision, NormGradientsAreWrittenInF32) {
+  Bf16HostDevice device;
+  ParameterSet ps = odd_parameters();
+  ps.allocate(device, DType::f32);
+  const int id = 3;  // a batch norm's bias
+  std::vector<float> heard;
+  ps.set_gradient_listener(
+      [&](int written) { heard.push_back(ps.grad(written).data<float>()[0]); });
+  ps.zero_grad(device);
+  Tensor backward = ps.backward_grad(id);
+  ASSERT_EQ(backward.dtype(), DType::f32);
+  ASSERT_EQ(backward.raw(), ps.grad(id).raw());
+  for (const float g : {256.0f, 0.5f, 0.25f, 0.125f}) {
+    for (int64_t i = 0; i < backward.numel(); ++i) backward.data<float>()[i] += g;
+    ps.gradient_written(id);
+  }
+  EXPECT_EQ(heard, (std::vector<float>{256, 256.5f, 256.75f, 256.875f}));
 }
 
 TEST(ParameterLayout, SpansTileTheBufferAndDecayRunsCoverIt) {

@@ -28,7 +28,10 @@ struct ParamInfo {
 // (f32 master gradients under mixed precision, as PyTorch's autocast keeps them). Backward
 // writes a parameter's gradient in the compute dtype into backward_grad(id); gradient_written
 // adds it to grad(id) in f32 and clears it, so micro-batches accumulate in f32: summed in bf16,
-// 256 + 1 + 1 + 1 would stay 256.
+// 256 + 1 + 1 + 1 would stay 256. Batch norm's gamma and beta are the exception: their backward
+// gradient is grad(id) itself. Each is a sum over every row of the batch (up to N*H*W = 262,144
+// terms), which bf16 would round to 8 significant bits, and PyTorch keeps them in f32; they are
+// per channel, so writing f32 costs nothing, and no hand-over is needed.
 class ParameterSet {
  public:
   // Registration, before allocate(). Returns the id to look the tensor up with.
@@ -41,8 +44,9 @@ class ParameterSet {
   Tensor param(int id) const;
   Tensor weight(int id) const;  // the compute-dtype copy the ops read
   Tensor grad(int id) const;    // the accumulated gradient, in the parameters' dtype
-  // Where backward adds parameter id's gradient: grad(id) itself without mixed precision, a
-  // compute-dtype buffer that gradient_written empties into grad(id) with it.
+  // Where backward adds parameter id's gradient: grad(id) itself without mixed precision and
+  // for batch norm's parameters, else a compute-dtype buffer that gradient_written empties into
+  // grad(id).
   Tensor backward_grad(int id) const;
   Tensor buffer(int id) const;
   // Copies the master parameters into the compute-dtype copy (nothing without mixed precision).
@@ -82,6 +86,8 @@ class ParameterSet {
   Device* device_ = nullptr;  // the one allocate() was given
   Tensor params_, weights_, grads_, backward_grads_, buffers_;
   std::function<void(int)> listener_;
+  // Whether backward_grad(id) is the compute-dtype buffer, handed over by gradient_written.
+  bool written_in_compute_dtype(int id) const;
 };
 
 }  // namespace ringtrain
