@@ -45,12 +45,17 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
   // where the other ranks are needed: per-channel sums of x and x^2 and the count go into one
   // f64 vector (one all-reduce per layer), and every rank normalises from the global sums. f64
   // because the variance, E[x^2] - E[x]^2, cancels badly in f32 over a large batch.
-  backend.batch_norm_sums(x, sums_);
-  if (sync_) sync_->wait_on_device(sync_->all_reduce_async(sums_, 0, sums_.numel(), ReduceOp::sum));
   count_ = static_cast<double>(x.numel() / channels_) * (sync_ ? sync_->size() : 1);
-  backend.batch_norm_forward_from_sums(x, params_->param(weight_), params_->param(bias_), sums_,
-                                       kMomentum, kEps, relu_, y, save_mean_, save_invstd_, mean,
-                                       var);
+  const Tensor gamma = params_->param(weight_), beta = params_->param(bias_);
+  if (!sync_) {
+    backend.batch_norm_forward_train(x, gamma, beta, kMomentum, kEps, relu_, sums_, y, save_mean_,
+                                     save_invstd_, mean, var);
+    return;
+  }
+  backend.batch_norm_sums(x, sums_);
+  sync_->wait_on_device(sync_->all_reduce_async(sums_, 0, sums_.numel(), ReduceOp::sum));
+  backend.batch_norm_forward_from_sums(x, gamma, beta, sums_, kMomentum, kEps, relu_, y, save_mean_,
+                                       save_invstd_, mean, var);
 }
 
 // Note: with SyncBatchNorm, dx needs the gradient sums of every rank (the global mean and
@@ -60,16 +65,19 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
 void BatchNorm2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx) {
   RT_CHECK(save_mean_.defined(), "BatchNorm2d::backward: no training forward before backward");
   const Tensor gamma = params_->param(weight_), beta = params_->param(bias_);
-  backend.batch_norm_backward_sums(x, dy, gamma, beta, save_mean_, save_invstd_, relu_, grad_sums_);
-  if (sync_) {
+  Tensor dw = params_->backward_grad(weight_), db = params_->backward_grad(bias_);
+  if (!sync_) {
+    backend.batch_norm_backward(x, dy, gamma, beta, save_mean_, save_invstd_, relu_, grad_sums_, dx,
+                                dw, db);
+  } else {
+    backend.batch_norm_backward_sums(x, dy, gamma, beta, save_mean_, save_invstd_, relu_,
+                                     grad_sums_);
     backend.copy(grad_sums_, global_grad_sums_);
     sync_->wait_on_device(
         sync_->all_reduce_async(global_grad_sums_, 0, global_grad_sums_.numel(), ReduceOp::sum));
+    backend.batch_norm_backward_from_sums(x, dy, gamma, beta, save_mean_, save_invstd_, relu_,
+                                          grad_sums_, global_grad_sums_, count_, dx, dw, db);
   }
-  Tensor dw = params_->backward_grad(weight_), db = params_->backward_grad(bias_);
-  backend.batch_norm_backward_from_sums(x, dy, gamma, beta, save_mean_, save_invstd_, relu_,
-                                        grad_sums_, sync_ ? global_grad_sums_ : grad_sums_, count_,
-                                        dx, dw, db);
   params_->gradient_written(bias_);
   params_->gradient_written(weight_);
 }

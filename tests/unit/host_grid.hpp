@@ -88,6 +88,15 @@ void emulate_grid_stride(const Body& body, int64_t n, Grid grid) {
                              std::to_string(visits[static_cast<std::size_t>(i)]) + " times");
 }
 
+// The host emulator of the CUDA backend's launch_then_finish: first over [0, n) on `grid`,
+// then each step in turn, walked by one block of grid.threads threads.
+template <class First, class... Bodies>
+void emulate_then_finish(const First& first, int64_t n, Grid grid,
+                         const kernels::FinishStep<Bodies>&... steps) {
+  emulate_grid_stride(first, n, grid);
+  (emulate_grid_stride(steps.body, steps.n, Grid{1, grid.threads}), ...);
+}
+
 // T values of `values`, converted as the device converts them.
 template <class T>
 std::vector<T> to_elements(const std::vector<float>& values) {

@@ -65,6 +65,26 @@ class Ops {
                                              const Tensor& local_sums, const Tensor& global_sums,
                                              double count, Tensor& dx, Tensor& dgamma,
                                              Tensor& dbeta) = 0;
+  // A training pass each way without SyncBatchNorm, the phases in one call so that a backend
+  // may fuse them (CUDA: two launches each way); `sums` is the phases' f64 vector, [2C+1]
+  // forward and [2C] backward. The CPU runs the phases.
+  virtual void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                        float momentum, float eps, bool relu, Tensor& sums,
+                                        Tensor& y, Tensor& save_mean, Tensor& save_invstd,
+                                        Tensor& running_mean, Tensor& running_var) {
+    batch_norm_sums(x, sums);
+    batch_norm_forward_from_sums(x, gamma, beta, sums, momentum, eps, relu, y, save_mean,
+                                 save_invstd, running_mean, running_var);
+  }
+  virtual void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& beta, const Tensor& save_mean,
+                                   const Tensor& save_invstd, bool relu, Tensor& sums, Tensor& dx,
+                                   Tensor& dgamma, Tensor& dbeta) {
+    batch_norm_backward_sums(x, dy, gamma, beta, save_mean, save_invstd, relu, sums);
+    const double rows = x.dim(1) > 0 ? static_cast<double>(x.numel() / x.dim(1)) : 0.0;
+    batch_norm_backward_from_sums(x, dy, gamma, beta, save_mean, save_invstd, relu, sums, sums,
+                                  rows, dx, dgamma, dbeta);
+  }
 
   // Elementwise. y may alias a; dx may alias dy.
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;

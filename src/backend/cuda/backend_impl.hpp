@@ -64,6 +64,14 @@ class CudaBackend final : public Backend {
                                      const Tensor& save_invstd, bool relu, const Tensor& local_sums,
                                      const Tensor& global_sums, double count, Tensor& dx,
                                      Tensor& dgamma, Tensor& dbeta) override;
+  void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                float momentum, float eps, bool relu, Tensor& sums, Tensor& y,
+                                Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
+                                Tensor& running_var) override;
+  void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                           const Tensor& beta, const Tensor& save_mean, const Tensor& save_invstd,
+                           bool relu, Tensor& sums, Tensor& dx, Tensor& dgamma,
+                           Tensor& dbeta) override;
 
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
@@ -109,6 +117,9 @@ class CudaBackend final : public Backend {
   void* workspace(std::size_t bytes);
   // Batch norm's last phase: y = x * scale + shift per channel (affine = [scale, shift], f32).
   void apply_affine(const Tensor& x, Tensor& y, const Tensor& affine, bool relu);
+  // Batch norm backward's last phase: dx from ChannelGradients' table.
+  void apply_input_grad(const Tensor& x, const Tensor& dy, const Tensor& save_mean,
+                        const Tensor& save_invstd, const Tensor& table, bool relu, Tensor& dx);
   // cuDNN's algorithms for one pass over g, best first.
   std::vector<ConvCandidate> conv_candidates(ConvPass pass, const ConvGeometry& g, DType dtype);
   // The algorithm for one convolution pass, searched for on first use of its key, at the first
@@ -161,6 +172,7 @@ class CudaBackend final : public Backend {
   ConvAlgoCache algos_;
   std::unique_ptr<ConvAlgoFile> algo_file_;  // null: searches are not kept
   Tensor workspace_;
+  Tensor arrivals_;  // one u32, 0 between launches: launch_then_finish's count of blocks
   // The optimizer's runs, and their pieces for sum_squares_per_run, on the device: copied when
   // the runs change (once per run, as the optimizer keeps them).
   struct RunTable {

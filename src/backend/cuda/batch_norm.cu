@@ -39,21 +39,31 @@ int64_t partials_size(NormDims d) {
   return kernels::channel_chunks(d.rows).chunks * 2 * d.channels;
 }
 
-// sums = [sum over rows of pair(.).first (C), ... .second (C)], in two ordered passes through
-// `partials` (partials_size(d) values).
-template <class Pair>
-void launch_channel_sums(const char* op, Pair pair, NormDims d, double* partials, double* sums,
-                         cudaStream_t s) {
-  // Note: an empty input (no rows, or no channels) sums to zero, as on the CPU, with no launch.
-  if (d.rows == 0 || d.channels == 0) {
-    RT_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * 2 * d.channels, s));
-    return;
-  }
+// sums = [sum over rows of pair(.).first (C), ... .second (C)] in two ordered passes through
+// `partials` (partials_size(d) values), the second by the first's last block (launch_then_finish),
+// which then runs `more`, the steps that read the sums.
+template <class Pair, class Columns, class... More>
+void launch_channel_sums(const char* op, Pair pair, NormDims d, double* partials,
+                         const Columns& columns, unsigned* arrivals, cudaStream_t s,
+                         const FinishStep<More>&... more) {
   const kernels::ChannelChunks chunks = kernels::channel_chunks(d.rows);
   const kernels::ChunkSums<Pair> first{pair, d.rows, chunks.rows_per_chunk, d.channels, partials};
-  launch_grid_stride(op, first, chunks.chunks * d.channels, s);
-  const kernels::ColumnSums<double, double> second{partials, chunks.chunks, 2 * d.channels, sums};
-  launch_grid_stride(op, second, 2 * d.channels, s);
+  launch_then_finish(op, first, chunks.chunks * d.channels, arrivals, s, columns, more...);
+}
+
+// The second pass of launch_channel_sums over the first's partials, into sums.
+kernels::ColumnSums<double, double> column_sums(NormDims d, const double* partials, double* sums) {
+  return {partials, kernels::channel_chunks(d.rows).chunks, 2 * d.channels, sums};
+}
+
+// Note: an empty input (no rows, or no channels) sums to zero, as on the CPU, with no launch
+// over its rows; the steps after the sums then run as a plain launch.
+bool no_rows(NormDims d) {
+  return d.rows == 0 || d.channels == 0;
+}
+
+unsigned* u32(Tensor& t) {
+  return static_cast<unsigned*>(t.raw());
 }
 
 // The gradient sums' functor for one backward pass.
@@ -70,19 +80,43 @@ kernels::GradientSums<T> gradient_sums(const Tensor& x, const Tensor& dy, const 
           relu};
 }
 
+// TrainStats over d.channels, writing the affine map into affine = [scale (C), shift (C)].
+kernels::TrainStats train_stats(const Tensor& sums, NormDims d, float momentum, float eps,
+                                const Tensor& gamma, const Tensor& beta, Tensor& save_mean,
+                                Tensor& save_invstd, Tensor& running_mean, Tensor& running_var,
+                                Tensor& affine) {
+  float* scale = f32(affine);
+  return {f64(sums),         d.channels,       momentum,       eps,
+          f32(gamma),        f32(beta),        f32(save_mean), f32(save_invstd),
+          f32(running_mean), f32(running_var), scale,          scale + d.channels};
+}
+
+// ChannelGradients over d.channels, writing dx's per-channel values into table [4C].
+kernels::ChannelGradients channel_gradients(const Tensor& local, const Tensor& global, double count,
+                                            NormDims d, const Tensor& gamma, const Tensor& beta,
+                                            const Tensor& mean, const Tensor& invstd,
+                                            Tensor& dgamma, Tensor& dbeta, Tensor& table) {
+  return {f64(local), f64(global), count,       d.channels, f32(gamma), f32(beta),
+          f32(mean),  f32(invstd), f32(dgamma), f32(dbeta), f32(table)};
+}
+
 }  // namespace
 
 void CudaBackend::batch_norm_sums(const Tensor& x, Tensor& sums) {
   const char* op = "batch_norm_sums";
   const NormDims d = check_operands(op, x, {}, {{"f64 sums", &sums, true}}, {});
+  if (no_rows(d)) {
+    RT_CUDA_CHECK(cudaMemsetAsync(sums.raw(), 0, sums.nbytes(), compute_));
+    return;
+  }
   Tensor partials = scratch({partials_size(d)}, DType::f64);
+  const FinishStep<kernels::SumsWithCount> totals{
+      {column_sums(d, f64(partials), f64(sums)), static_cast<double>(d.rows)}, 2 * d.channels + 1};
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
     const kernels::SumAndSquare<T> pair{static_cast<const T*>(x.raw())};
-    launch_channel_sums(op, pair, d, f64(partials), f64(sums), compute_);
+    launch_channel_sums(op, pair, d, f64(partials), totals, u32(arrivals_), compute_);
   });
-  Tensor count = sums.slice(2 * d.channels, {1});
-  fill(count, static_cast<double>(d.rows));
 }
 
 void CudaBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& gamma,
@@ -95,12 +129,39 @@ void CudaBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& ga
       check_operands(op, x, {&y}, {{"f64 sums", &sums, true}},
                      {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var});
   Tensor affine = scratch({2 * d.channels}, DType::f32);
-  float* scale = f32(affine);
-  const kernels::TrainStats stats{
-      f64(sums),         d.channels,       momentum,       eps,
-      f32(gamma),        f32(beta),        f32(save_mean), f32(save_invstd),
-      f32(running_mean), f32(running_var), scale,          scale + d.channels};
-  launch_grid_stride(op, stats, d.channels, compute_);
+  launch_grid_stride(op,
+                     train_stats(sums, d, momentum, eps, gamma, beta, save_mean, save_invstd,
+                                 running_mean, running_var, affine),
+                     d.channels, compute_);
+  apply_affine(x, y, affine, relu);
+}
+
+void CudaBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           float momentum, float eps, bool relu, Tensor& sums,
+                                           Tensor& y, Tensor& save_mean, Tensor& save_invstd,
+                                           Tensor& running_mean, Tensor& running_var) {
+  const char* op = "batch_norm_forward_train";
+  const NormDims d =
+      check_operands(op, x, {&y}, {{"f64 sums", &sums, true}},
+                     {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var});
+  if (no_rows(d)) {
+    Ops::batch_norm_forward_train(x, gamma, beta, momentum, eps, relu, sums, y, save_mean,
+                                  save_invstd, running_mean, running_var);
+    return;
+  }
+  Tensor partials = scratch({partials_size(d)}, DType::f64);
+  Tensor affine = scratch({2 * d.channels}, DType::f32);
+  const FinishStep<kernels::SumsWithCount> totals{
+      {column_sums(d, f64(partials), f64(sums)), static_cast<double>(d.rows)}, 2 * d.channels + 1};
+  const FinishStep<kernels::TrainStats> stats{
+      train_stats(sums, d, momentum, eps, gamma, beta, save_mean, save_invstd, running_mean,
+                  running_var, affine),
+      d.channels};
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    const kernels::SumAndSquare<T> pair{static_cast<const T*>(x.raw())};
+    launch_channel_sums(op, pair, d, f64(partials), totals, u32(arrivals_), compute_, stats);
+  });
   apply_affine(x, y, affine, relu);
 }
 
@@ -138,11 +199,17 @@ void CudaBackend::batch_norm_backward_sums(const Tensor& x, const Tensor& dy, co
   const char* op = "batch_norm_backward_sums";
   const NormDims d = check_operands(op, x, {&dy}, {{"f64 sums", &sums, false}},
                                     {&gamma, &beta, &save_mean, &save_invstd});
+  if (no_rows(d)) {
+    RT_CUDA_CHECK(cudaMemsetAsync(sums.raw(), 0, sums.nbytes(), compute_));
+    return;
+  }
   Tensor partials = scratch({partials_size(d)}, DType::f64);
+  const FinishStep<kernels::ColumnSums<double, double>> totals{
+      column_sums(d, f64(partials), f64(sums)), 2 * d.channels};
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
     const auto pair = gradient_sums<T>(x, dy, gamma, beta, save_mean, save_invstd, relu);
-    launch_channel_sums(op, pair, d, f64(partials), f64(sums), compute_);
+    launch_channel_sums(op, pair, d, f64(partials), totals, u32(arrivals_), compute_);
   });
 }
 
@@ -156,21 +223,58 @@ void CudaBackend::batch_norm_backward_from_sums(const Tensor& x, const Tensor& d
   const NormDims d = check_operands(
       op, x, {&dy, &dx},
       {{"f64 local sums", &local_sums, false}, {"f64 global sums", &global_sums, false}},
-      {&gamma, &beta, &save_mean, &save_invstd});
-  check_same_shape(op, dgamma, dbeta);
-  check_shape(op, "dgamma", dgamma, {d.channels});
-  dispatch_float(op, dgamma, [&](auto tag) {
-    using G = decltype(tag);
-    const kernels::NormParamGrads<G> body{
-        f64(local_sums), d.channels, static_cast<G*>(dgamma.raw()), static_cast<G*>(dbeta.raw())};
-    launch_grid_stride(op, body, d.channels, compute_);
-  });
+      {&gamma, &beta, &save_mean, &save_invstd, &dgamma, &dbeta});
+  Tensor table = scratch({4 * d.channels}, DType::f32);
+  launch_grid_stride(op,
+                     channel_gradients(local_sums, global_sums, count, d, gamma, beta, save_mean,
+                                       save_invstd, dgamma, dbeta, table),
+                     d.channels, compute_);
+  apply_input_grad(x, dy, save_mean, save_invstd, table, relu, dx);
+}
+
+void CudaBackend::batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                      const Tensor& beta, const Tensor& save_mean,
+                                      const Tensor& save_invstd, bool relu, Tensor& sums,
+                                      Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const char* op = "batch_norm_backward";
+  const NormDims d = check_operands(op, x, {&dy, &dx}, {{"f64 sums", &sums, false}},
+                                    {&gamma, &beta, &save_mean, &save_invstd, &dgamma, &dbeta});
+  if (no_rows(d)) {
+    Ops::batch_norm_backward(x, dy, gamma, beta, save_mean, save_invstd, relu, sums, dx, dgamma,
+                             dbeta);
+    return;
+  }
+  Tensor partials = scratch({partials_size(d)}, DType::f64);
+  Tensor table = scratch({4 * d.channels}, DType::f32);
+  const FinishStep<kernels::ColumnSums<double, double>> totals{
+      column_sums(d, f64(partials), f64(sums)), 2 * d.channels};
+  const FinishStep<kernels::ChannelGradients> per_channel{
+      channel_gradients(sums, sums, static_cast<double>(d.rows), d, gamma, beta, save_mean,
+                        save_invstd, dgamma, dbeta, table),
+      d.channels};
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
-    const kernels::InputGrad<T> body{
-        gradient_sums<T>(x, dy, gamma, beta, save_mean, save_invstd, relu), f64(global_sums), count,
-        d.channels, static_cast<T*>(dx.raw())};
-    launch_grid_stride(op, body, x.numel(), compute_);
+    const auto pair = gradient_sums<T>(x, dy, gamma, beta, save_mean, save_invstd, relu);
+    launch_channel_sums(op, pair, d, f64(partials), totals, u32(arrivals_), compute_, per_channel);
+  });
+  apply_input_grad(x, dy, save_mean, save_invstd, table, relu, dx);
+}
+
+void CudaBackend::apply_input_grad(const Tensor& x, const Tensor& dy, const Tensor& save_mean,
+                                   const Tensor& save_invstd, const Tensor& table, bool relu,
+                                   Tensor& dx) {
+  const int channels = static_cast<int>(x.dim(1));
+  dispatch_float("batch_norm input gradient", x, [&](auto tag) {
+    using T = decltype(tag);
+    const kernels::InputGrad<T> body{static_cast<const T*>(x.raw()),
+                                     static_cast<const T*>(dy.raw()),
+                                     f32(save_mean),
+                                     f32(save_invstd),
+                                     f32(table),
+                                     relu,
+                                     channels,
+                                     static_cast<T*>(dx.raw())};
+    launch_grid_stride("batch_norm input gradient", body, x.numel(), compute_);
   });
 }
 

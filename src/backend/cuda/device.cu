@@ -96,6 +96,7 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
   memory_ = std::make_shared<BlockCache>(raw_device_alloc,
                                          [](void* p) { warn_on_error(cudaFree(p), "cudaFree"); });
   loss_log_ = zeros({static_cast<int64_t>(sizeof(LossLog))}, DType::u8);
+  arrivals_ = zeros({1}, DType::i32);
   if (!options.conv_algo_cache.empty() && !options.deterministic) {
     cudaDeviceProp prop{};
     RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));

@@ -3,6 +3,11 @@
 // values are f32 whatever the element type T, sums are f64 as on the CPU. The per-channel sums
 // take two ordered passes (ChunkSums, then ColumnSums over the chunks' partial sums), so that
 // they are the same bits on every run whatever the launch geometry.
+// Note: the CUDA backend runs a training pass as two launches each way (launch_then_finish):
+// forward, ChunkSums whose last block finishes with SumsWithCount and TrainStats, then
+// ChannelAffine; backward, ChunkSums of GradientSums whose last block finishes with ColumnSums
+// and ChannelGradients, then InputGrad. SyncBatchNorm runs the same bodies with its all-reduce
+// between the sums and the rest.
 #include <cmath>
 #include <cstdint>
 
@@ -90,6 +95,19 @@ struct ChunkSums {
   }
 };
 
+// Over 2C + 1: the forward sums [sum x (C), sum x^2 (C), count] from the first pass's partials.
+struct SumsWithCount {
+  ColumnSums<double, double> columns;  // over the first 2C
+  double count;
+  RT_HOST_DEVICE void operator()(int64_t j) const {
+    if (j < columns.width) {
+      columns(j);
+    } else {
+      columns.sums[columns.width] = count;
+    }
+  }
+};
+
 // Over C: the batch statistics from the forward sums [sum x, sum x^2, count], PyTorch's
 // running-statistics update (unbiased variance), and the affine map y = x * scale + shift.
 struct TrainStats {
@@ -141,33 +159,44 @@ struct ChannelAffine {
   }
 };
 
-// Over C: dbeta += sum g, dgamma += sum g * xhat, from this rank's backward sums.
-template <class G>
-struct NormParamGrads {
-  const double* local;
+// Over C: dbeta += sum g and dgamma += sum g * xhat from this rank's backward sums, into the
+// f32 gradients; and what dx needs per channel from the (possibly all-reduced) global sums over
+// `count` values, into table = [scale (C), shift (C), mean g (C), mean g * xhat (C)], where
+// x * scale + shift is the forward's affine map (for the ReLU's mask).
+struct ChannelGradients {
+  const double *local, *global;
+  double count;
   int channels;
-  G *dgamma, *dbeta;
-  RT_HOST_DEVICE void operator()(int64_t c) const {
-    dbeta[c] = from_float<G>(to_float(dbeta[c]) + static_cast<float>(local[c]));
-    dgamma[c] = from_float<G>(to_float(dgamma[c]) + static_cast<float>(local[channels + c]));
+  const float *gamma, *beta, *mean, *invstd;
+  float *dgamma, *dbeta, *table;
+  RT_HOST_DEVICE void operator()(int64_t i) const {
+    const int c = static_cast<int>(i);
+    dbeta[c] += static_cast<float>(local[c]);
+    dgamma[c] += static_cast<float>(local[channels + c]);
+    const float scale = gamma[c] * invstd[c];
+    table[c] = scale;
+    table[channels + c] = beta[c] - mean[c] * scale;
+    table[2 * channels + c] = static_cast<float>(global[c] / count);
+    table[3 * channels + c] = static_cast<float>(global[channels + c] / count);
   }
 };
 
-// Over rows * C: dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)), the means over
-// `count` values from the (possibly all-reduced) global backward sums.
+// Over rows * C: dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)), with g the output
+// gradient masked by the fused ReLU and the per-channel values from ChannelGradients' table.
 template <class T>
 struct InputGrad {
-  GradientSums<T> grad;
-  const double* global;
-  double count;
+  const T *x, *dy;
+  const float *mean, *invstd, *table;
+  bool relu;
   int channels;
   T* dx;
   RT_HOST_DEVICE void operator()(int64_t i) const {
     const int c = static_cast<int>(i % channels);
-    const float mean_g = static_cast<float>(global[c] / count);
-    const float mean_gx = static_cast<float>(global[channels + c] / count);
-    const float g = grad.gradient(i, c), xhat = grad.xhat(i, c);
-    dx[i] = from_float<T>(grad.gamma[c] * grad.invstd[c] * (g - mean_g - xhat * mean_gx));
+    const float scale = table[c], shift = table[channels + c];
+    const float v = to_float(x[i]);
+    const float g = (!relu || v * scale + shift > 0.f) ? to_float(dy[i]) : 0.f;
+    const float xhat = (v - mean[c]) * invstd[c];
+    dx[i] = from_float<T>(scale * (g - table[2 * channels + c] - xhat * table[3 * channels + c]));
   }
 };
 

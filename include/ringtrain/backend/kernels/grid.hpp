@@ -26,4 +26,12 @@ RT_HOST_DEVICE inline GridStride grid_stride(int64_t block, int64_t thread, int6
   return {block * block_dim + thread, block_dim * grid_dim};
 }
 
+// One step of a launch that finishes with its last block (launch_then_finish in the CUDA
+// backend): body over [0, n), walked by that one block.
+template <class Body>
+struct FinishStep {
+  Body body;
+  int64_t n;
+};
+
 }  // namespace ringtrain::kernels
