@@ -29,12 +29,19 @@ using bench::seconds_since;
 
 namespace {
 
-// One training step; the loss read-back makes the step complete when it returns.
-double step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images, const Tensor& labels) {
+// One training step as the trainer runs it: the loss stays in the device's loss log and
+// nothing is read back, so steps queue up on the GPU while the host issues the next.
+void step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images, const Tensor& labels) {
   model.parameters().zero_grad(backend);
-  const double loss = forward_backward(model, images, labels, LossSettings{}).loss;
+  record_forward_backward(model, images, labels, LossSettings{});
   sgd.step(0.01f);
-  return loss;
+}
+
+// Reads the losses of the steps issued so far, which waits for them to finish: the end of a
+// timed span. A loss that is not finite ends the benchmark (a diverged model measures nothing).
+void finish_steps(Backend& backend) {
+  for (const LossValue& v : backend.take_losses())
+    RT_CHECK(std::isfinite(v.loss), "bench_train_gpu: a step's loss is ", v.loss);
 }
 
 // Images/s of `steps` steps fed by the prefetcher, after `warmup` untimed ones.
@@ -49,10 +56,14 @@ double loader_rate(ResNet& model, Backend& backend, Sgd& sgd, DevicePrefetcher& 
       prefetcher.start_epoch(++epoch);
       continue;
     }
-    if (done == warmup) t0 = Clock::now();
+    if (done == warmup) {
+      finish_steps(backend);
+      t0 = Clock::now();
+    }
     step(model, backend, sgd, b->images, b->labels);
     ++done;
   }
+  finish_steps(backend);
   return double(steps) * batch / seconds_since(t0);
 }
 
@@ -185,8 +196,10 @@ int main(int argc, char** argv) {
   backend->copy(first->images, images);
   backend->copy(first->labels, labels);
   for (int s = 0; s < warmup; ++s) step(model, *backend, sgd, images, labels);
+  finish_steps(*backend);
   auto t0 = Clock::now();
   for (int s = 0; s < steps; ++s) step(model, *backend, sgd, images, labels);
+  finish_steps(*backend);
   const double on_device = double(steps) * batch / seconds_since(t0);
 
   // The real loader: batches assembled by the workers, copied while the previous step computes;

@@ -16,13 +16,14 @@ PhaseTimes phase_shares(const PhaseTimes& totals) {
   return shares;
 }
 
-std::string main_bottleneck(const PhaseTimes& shares) {
+std::string main_bottleneck(const PhaseTimes& shares, double gpu_util_percent) {
   const double data = shares[static_cast<int>(Phase::data)] + shares[static_cast<int>(Phase::copy)];
   const double comm = shares[static_cast<int>(Phase::comm_wait)] +
                       shares[static_cast<int>(Phase::replicate)] +
                       shares[static_cast<int>(Phase::scatter)];
   if (data > 0.10 && data >= comm) return "data";
   if (comm > 0.10) return "communication";
+  if (gpu_util_percent >= 0 && gpu_util_percent < kHostBoundGpuPercent) return "host";
   return "compute";
 }
 

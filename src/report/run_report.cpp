@@ -186,7 +186,7 @@ void RunReport::epoch_done(const EpochMetrics& m) {
   spdlog::info(
       "epoch {} done: train loss {:.4f} acc {:.2f}%, test {}, {:.1f} img/s, bottleneck: {}",
       m.epoch, m.train_loss, 100 * m.train_accuracy, test, m.images_per_s,
-      main_bottleneck(m.phase_shares));
+      main_bottleneck(m.phase_shares, m.gpu_util_mean));
   if (!metrics_.is_open()) return;
   const nlohmann::json j = {{"epoch", m.epoch},
                             {"step", m.step},
@@ -226,7 +226,8 @@ void RunReport::run_done(const TrainResult& r) {
       mfu >= 0 ? fmt::format(" (MFU {:.1f}%)", 100 * mfu) : "",
       all.util_mean >= 0 ? fmt::format("{:.1f}%", all.util_mean) : "not measured",
       per_gpu_text(gpus),
-      config_.profile == ProfileMode::off ? "unknown (--profile off)" : main_bottleneck(shares),
+      config_.profile == ProfileMode::off ? "unknown (--profile off)"
+                                          : main_bottleneck(shares, all.util_mean),
       !config_.evaluate ? std::string("not evaluated")
                         : fmt::format("{:.2f}%", 100 * r.epochs.back().test_accuracy));
   spdlog::info("ran: ringtrain {} on host {} ({}), devices: {}", RINGTRAIN_VERSION, host_name(),
@@ -254,7 +255,7 @@ void RunReport::run_done(const TrainResult& r) {
       {"gpu_util_mean", percent_or_null(all.util_mean)},
       {"gpu_util_min", percent_or_null(all.util_min)},
       {"gpus", gpus_json(gpus)},
-      {"bottleneck", main_bottleneck(shares)},
+      {"bottleneck", main_bottleneck(shares, all.util_mean)},
       {"test_accuracy", r.epochs.back().test_accuracy},
       {"final_loss",
        r.step_losses.empty() ? nlohmann::json() : nlohmann::json(r.step_losses.back())}};

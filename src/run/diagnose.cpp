@@ -70,6 +70,18 @@ std::string rate(double images_per_s) {
   return fmt::format("{:.0f} img/s", images_per_s);
 }
 
+// The mean of the epochs' GPU utilisation means; -1 where none was measured.
+double mean_gpu_util(const std::vector<EpochMetrics>& epochs) {
+  double sum = 0;
+  int measured = 0;
+  for (const EpochMetrics& m : epochs) {
+    if (m.gpu_util_mean < 0) continue;
+    sum += m.gpu_util_mean;
+    ++measured;
+  }
+  return measured > 0 ? sum / measured : -1;
+}
+
 }  // namespace
 
 int suggested_workers(int workers, double loader, double compute) {
@@ -116,6 +128,15 @@ Verdict judge(const ProbeResults& p) {
             {"look for a slow rank: --profile trace and compare the per-rank traces",
              "leave CPU cores to the training thread: fewer --workers or --threads"}};
   }
+  if (p.gpu_util_percent >= 0 && p.gpu_util_percent < kHostBoundGpuPercent) {
+    return {"host-bound",
+            fmt::format("the GPU was busy {:.0f}% of the full steps, which wait for neither data "
+                        "({:.0f}%) nor communication ({:.0f}%): it idles between kernels while "
+                        "the host issues them (launches, set-up, waits for device values)",
+                        p.gpu_util_percent, 100 * data_share, 100 * comm_share),
+            {"a larger --batch-size per GPU: the same launches do more work each",
+             "--profile trace, and Nsight Systems on the trace's NVTX ranges, to see the gaps"}};
+  }
   return {"compute-bound",
           fmt::format("the full step runs at {}, close to compute alone ({}); the loader ({}) "
                       "keeps up and {}",
@@ -156,6 +177,8 @@ void write_diagnosis(const std::string& path, const ProbeResults& p, const Verdi
       {"allreduce_s", p.allreduce_s < 0 ? nlohmann::json() : nlohmann::json(p.allreduce_s)},
       {"step_images_per_s", p.step_images_per_s},
       {"step_shares", phases_json(p.step_shares)},
+      {"gpu_util_percent",
+       p.gpu_util_percent < 0 ? nlohmann::json() : nlohmann::json(p.gpu_util_percent)},
       {"verdict", v.bound},
       {"reason", v.reason},
       {"advice", v.advice}};
@@ -196,6 +219,7 @@ ProbeResults run_probes(const TrainConfig& requested) {
   spdlog::set_level(level);
   p.step_images_per_s = r.images_per_s / world.size();
   p.step_shares = phase_shares(r.phase_totals);
+  p.gpu_util_percent = mean_gpu_util(r.epochs);
   double values[4] = {p.loader_images_per_s, p.compute_images_per_s, p.backward_s, p.allreduce_s};
   comm.all_reduce_host(values, 4, ReduceOp::average);
   p.loader_images_per_s = values[0];

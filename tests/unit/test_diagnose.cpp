@@ -74,6 +74,25 @@ TEST(Diagnose, FullStepFarBelowItsPartsIsSynchronisationBound) {
   EXPECT_EQ(judge(p).bound, "synchronisation-bound");
 }
 
+// A healthy-looking run whose GPU idles 30% of the time is held back by the host, not by its
+// compute; measured busy, or not measured (the CPU), it stays compute-bound.
+TEST(Diagnose, IdleGpuWithNoWaitingIsHostBound) {
+  ProbeResults p = healthy();
+  p.gpu_util_percent = 70;
+  const Verdict v = judge(p);
+  EXPECT_EQ(v.bound, "host-bound");
+  EXPECT_NE(v.reason.find("busy 70%"), std::string::npos) << v.reason;
+  EXPECT_TRUE(advises(v, "--batch-size"));
+  p.gpu_util_percent = 99;
+  EXPECT_EQ(judge(p).bound, "compute-bound");
+  p.gpu_util_percent = -1;
+  EXPECT_EQ(judge(p).bound, "compute-bound");
+  p = healthy();
+  p.gpu_util_percent = 70;
+  p.loader_images_per_s = 1000;  // waiting for data explains the idle GPU
+  EXPECT_EQ(judge(p).bound, "data-bound");
+}
+
 TEST(Diagnose, SuggestedWorkers) {
   EXPECT_EQ(suggested_workers(0, 1000, 1000), 2);  // the training thread counts as one
   EXPECT_EQ(suggested_workers(4, 4000, 1000), 2);

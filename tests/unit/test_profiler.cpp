@@ -95,13 +95,15 @@ TEST(Report, SharesBottleneckAndTable) {
   t[static_cast<int>(Phase::backward)] = 4;
   const PhaseTimes s = phase_shares(t);
   EXPECT_DOUBLE_EQ(s[static_cast<int>(Phase::data)], 0.3);
-  EXPECT_EQ(main_bottleneck(s), "data");
+  EXPECT_EQ(main_bottleneck(s, 50), "data");
   EXPECT_DOUBLE_EQ(busy_share(s), 0.7);
   t[static_cast<int>(Phase::data)] = 0;
   t[static_cast<int>(Phase::comm_wait)] = 2;
-  EXPECT_EQ(main_bottleneck(phase_shares(t)), "communication");
+  EXPECT_EQ(main_bottleneck(phase_shares(t), 50), "communication");
   t[static_cast<int>(Phase::comm_wait)] = 0.5;
-  EXPECT_EQ(main_bottleneck(phase_shares(t)), "compute");
+  EXPECT_EQ(main_bottleneck(phase_shares(t), -1), "compute");  // not measured
+  EXPECT_EQ(main_bottleneck(phase_shares(t), 97), "compute");
+  EXPECT_EQ(main_bottleneck(phase_shares(t), 68), "host");  // the GPU idles, nothing waited for
   const std::string table = format_phase_table(t, 10);
   EXPECT_NE(table.find("backward       4.000    400.00"), std::string::npos) << table;
   EXPECT_NE(table.find("step"), std::string::npos);

@@ -19,11 +19,13 @@ struct ProbeResults {
   double allreduce_s = -1;          // one all-reduce of the gradients; -1 with one rank
   double step_images_per_s = 0;     // full training steps with the real loader
   PhaseTimes step_shares{};         // where the full steps' time went
+  double gpu_util_percent = -1;     // the GPUs' mean utilisation in them; -1: not measured
 };
 
 // The bottleneck and what would help: "data-bound", "communication-bound",
-// "synchronisation-bound" (the full step is well below both its loader and its compute) or
-// "compute-bound", with the numbers that say so.
+// "synchronisation-bound" (the full step is well below both its loader and its compute),
+// "host-bound" (none of those, but the GPUs were busy less than kHostBoundGpuPercent of the
+// full steps) or "compute-bound", with the numbers that say so.
 struct Verdict {
   std::string bound;
   std::string reason;
