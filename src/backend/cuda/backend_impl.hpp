@@ -1,7 +1,9 @@
 #pragma once
 // The CUDA backend's class, shared by the .cu files that implement its ops (one file per kind
 // of op). Activations are NHWC in the compute dtype; parameters f32 with a compute-dtype copy.
+#include <map>
 #include <memory>
+#include <utility>
 
 #include "ringtrain/backend/backend.hpp"
 #include "ringtrain/backend/cuda/conv_algo.hpp"
@@ -12,6 +14,8 @@
 #include "types.cuh"
 
 namespace ringtrain::cuda {
+
+struct ConvDescriptors;  // conv.cu
 
 cudnnDataType_t cudnn_dtype(DType t);
 
@@ -125,6 +129,9 @@ class CudaBackend final : public Backend {
   // The algorithm for one convolution pass, searched for on first use of its key, at the first
   // of channels_to_try that has one.
   ConvChoice conv_algo(const ConvKey& key);
+  // The cuDNN descriptors of a convolution of g (channels as run) in dtype with a math type,
+  // built on first use and kept.
+  const ConvDescriptors& conv_descriptors(const ConvGeometry& g, DType dtype, int math);
   // Checks one pass's x-, w- and y-shaped operands (dtype, NHWC) and returns its algorithm.
   ConvChoice prepare_conv(ConvPass pass, const ConvGeometry& g, const Tensor& x, const Tensor& w,
                           const Tensor& y);
@@ -170,6 +177,9 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   std::shared_ptr<BlockCache> memory_;
   ConvAlgoCache algos_;
+  // Note: shared_ptr, whose deleter is made where ConvDescriptors is complete (conv.cu).
+  using ConvDescriptorKey = std::pair<ConvKey, int>;  // the shape and dtype, the math type
+  std::map<ConvDescriptorKey, std::shared_ptr<const ConvDescriptors>> conv_descriptors_;
   std::unique_ptr<ConvAlgoFile> algo_file_;  // null: searches are not kept
   Tensor workspace_;
   Tensor arrivals_;  // one u32, 0 between launches: launch_then_finish's count of blocks

@@ -33,4 +33,10 @@ void warn_on_error(cudaError_t code, const char* call) {
                  error_context().c_str(), call, static_cast<int>(code), cudaGetErrorString(code));
 }
 
+void warn_on_error(cudnnStatus_t code, const char* call) {
+  if (code != CUDNN_STATUS_SUCCESS)
+    std::fprintf(stderr, "ringtrain: warning: cuDNN error on %s: %s returned %d (%s)\n",
+                 error_context().c_str(), call, static_cast<int>(code), cudnnGetErrorString(code));
+}
+
 }  // namespace ringtrain::cuda

@@ -1,0 +1,91 @@
+// A ResNet-50 training step of the real CUDA backend, counted by the launch ledger (ledger.hpp):
+// the launches, library calls, host waits and allocations of one step in steady state, on a
+// machine without a GPU. The counts are the step's shape, not its speed: they do not depend on
+// the batch size, so a small batch keeps the stand-in "device" memory small.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+#include "ledger.hpp"
+#include "ringtrain/backend/cuda/cuda_backend.hpp"
+#include "ringtrain/nn/forward_backward.hpp"
+#include "ringtrain/optim/sgd.hpp"
+
+namespace ringtrain {
+namespace {
+
+// The counts of one bf16 training step of ResNet-50-cifar (the trainer's step: the loss stays on
+// the device), after two steps that search the algorithms and fill the caches.
+ledger::Counts one_step_in_steady_state(int64_t* norm_layers) {
+  ledger::set_compute_capability(RINGTRAIN_LEDGER_ARCHITECTURE / 10,
+                                 RINGTRAIN_LEDGER_ARCHITECTURE % 10);
+  CudaOptions o;
+  o.compute = DType::bf16;
+  auto backend = make_cuda_backend(o);
+  ResNetConfig config;
+  config.depth = 50;
+  ResNet model(config, *backend, DType::f32, 0);
+  Sgd sgd(model.parameters(), *backend, OptimizerConfig{});
+  const Tensor images = backend->zeros({4, 3, 32, 32}, DType::bf16);
+  const Tensor labels = backend->zeros({4}, DType::i32);
+  const auto step = [&] {
+    model.parameters().zero_grad(*backend);
+    record_forward_backward(model, images, labels, LossSettings{});
+    sgd.step(0.05f);
+  };
+  step();
+  step();
+  ledger::reset();
+  step();
+  const ledger::Counts counts = ledger::counts();
+  *norm_layers = 0;
+  for (const ParamInfo& p : model.parameters().param_infos())
+    *norm_layers += p.kind == ParamKind::norm_weight ? 1 : 0;
+  return counts;
+}
+
+// The ledger of the step, for the log: totals, then each kernel and library call by count.
+void print(const ledger::Counts& c) {
+  std::printf(
+      "one step: %lld launches, %lld cuDNN/cuBLAS calls that run on the device, "
+      "%lld descriptor calls, %lld copies and fills, %lld host waits, %lld allocations\n",
+      static_cast<long long>(c.launches), static_cast<long long>(c.library_work),
+      static_cast<long long>(c.descriptors), static_cast<long long>(c.copies),
+      static_cast<long long>(c.host_waits), static_cast<long long>(c.allocations));
+  std::vector<std::pair<int64_t, std::string>> rows;
+  for (const auto& [name, n] : c.kernels) rows.emplace_back(n, name.substr(0, 160));
+  for (const auto& [name, n] : c.calls) rows.emplace_back(n, name);
+  std::sort(rows.rbegin(), rows.rend());
+  for (const auto& [n, name] : rows)
+    std::printf("%6lld  %s\n", static_cast<long long>(n), name.c_str());
+}
+
+TEST(LaunchLedger, ResNet50StepBudget) {
+  int64_t norm_layers = 0;
+  const ledger::Counts c = one_step_in_steady_state(&norm_layers);
+  print(c);
+  ASSERT_EQ(norm_layers, 53);
+  EXPECT_EQ(c.kernels.count("unregistered"), 0u);
+  // Batch norm: two launches forward (the sums whose last block writes the statistics, then the
+  // normalisation) and two backward (the gradient sums whose last block writes dgamma, dbeta
+  // and dx's table, then dx), and no hand-over of its gradients.
+  EXPECT_EQ(c.launches_of("SumAndSquare"), norm_layers);
+  EXPECT_EQ(c.launches_of("ChannelAffine"), norm_layers);
+  EXPECT_EQ(c.launches_of("GradientSums"), norm_layers);
+  EXPECT_EQ(c.launches_of("InputGrad"), norm_layers);
+  EXPECT_EQ(c.launches_of("AccumulateAndClear"), 53 + 2);  // the convolutions' and the classifier's
+  // The step waits for nothing on the host, allocates nothing and builds no cuDNN descriptor.
+  EXPECT_EQ(c.host_waits, 0);
+  EXPECT_EQ(c.allocations, 0);
+  EXPECT_EQ(c.descriptors, 0);
+  // 53 convolutions: forward, data gradient (not the stem's) and filter gradient.
+  EXPECT_EQ(c.calls.at("cudnnConvolutionForward"), 53);
+  EXPECT_EQ(c.calls.at("cudnnConvolutionBackwardData"), 52);
+  EXPECT_EQ(c.calls.at("cudnnConvolutionBackwardFilter"), 53);
+}
+
+}  // namespace
+}  // namespace ringtrain
