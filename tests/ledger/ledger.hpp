@@ -15,10 +15,15 @@ struct Counts {
   std::map<std::string, int64_t> calls;    // library calls by function name
   int64_t launches = 0;                    // kernel launches
   int64_t library_work = 0;  // cuDNN and cuBLAS calls that run on the device, NCCL collectives
-  int64_t host_waits = 0;    // cudaStreamSynchronize, cudaEventSynchronize
-  int64_t allocations = 0;   // cudaMalloc, cudaMallocHost, cudaHostAlloc
-  int64_t descriptors = 0;   // cuDNN descriptor creations and settings
-  int64_t copies = 0;        // cudaMemcpyAsync, cudaMemcpyPeerAsync, cudaMemsetAsync
+  // Host waits: cudaStreamSynchronize, and cudaEventSynchronize of an event recorded since the
+  // last reset (this step's work: the host stalls until the device drains it).
+  int64_t host_waits = 0;
+  // cudaEventSynchronize of an event recorded before the last reset: a wait for an earlier
+  // step's work, which lets the host run that far ahead of the device.
+  int64_t earlier_waits = 0;
+  int64_t allocations = 0;  // cudaMalloc, cudaMallocHost, cudaHostAlloc
+  int64_t descriptors = 0;  // cuDNN descriptor creations and settings
+  int64_t copies = 0;       // cudaMemcpyAsync, cudaMemcpyPeerAsync, cudaMemsetAsync
 
   // Launches whose kernel name contains `part`.
   int64_t launches_of(const std::string& part) const;

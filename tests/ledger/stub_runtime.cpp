@@ -23,6 +23,10 @@ std::map<const void*, std::string>& kernel_names() {
   return names;
 }
 int cc_major = 7, cc_minor = 5;
+// Each event's count of resets when it was last recorded: a wait for an event recorded before
+// the last reset waits for an earlier step's work, not for this one's.
+std::map<cudaEvent_t, int64_t> recorded_in;
+int64_t resets = 0;
 
 // Handles for streams and events: distinct addresses that are never dereferenced.
 char handles[4096];
@@ -68,6 +72,7 @@ const Counts& counts() {
 void reset() {
   const std::lock_guard<std::mutex> lock(mutex);
   state = Counts{};
+  ++resets;
 }
 
 void set_compute_capability(int major, int minor) {
@@ -232,14 +237,22 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
 cudaError_t cudaEventDestroy(cudaEvent_t) {
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  const std::lock_guard<std::mutex> lock(mutex);
+  recorded_in[event] = resets;
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t) {
   return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) {
-  count(&Counts::host_waits);
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto recorded = recorded_in.find(event);
+  if (recorded != recorded_in.end() && recorded->second < resets) {
+    ++state.earlier_waits;
+  } else {
+    ++state.host_waits;
+  }
   return cudaSuccess;
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {

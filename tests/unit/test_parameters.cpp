@@ -40,9 +40,11 @@ class Bf16HostDevice final : public Device {
   }
   void synchronize() override {}
   void bind_thread() override {}
-  int mark(const char* label) override { return cpu_.mark(label); }
-  double seconds_between(int from, int to) override { return cpu_.seconds_between(from, to); }
-  void reset_marks() override { cpu_.reset_marks(); }
+  int64_t mark(const char* label) override { return cpu_.mark(label); }
+  double seconds_between(int64_t from, int64_t to) override {
+    return cpu_.seconds_between(from, to);
+  }
+  void release_marks(int64_t before) override { cpu_.release_marks(before); }
   std::shared_ptr<void> host_buffer(std::size_t bytes) override { return cpu_.host_buffer(bytes); }
   void copy_to_device_async(const Tensor& host, Tensor& device) override {
     cpu_.copy_to_device_async(host, device);

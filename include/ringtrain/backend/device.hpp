@@ -38,12 +38,15 @@ class Device {
 
   // Timing on the device's own clock, for the profiler: mark() records a point in the work
   // issued so far (a CUDA event on the compute stream; the host clock on the CPU) and returns
-  // its id; seconds_between() waits for both marks and gives the time between them. Ids count
-  // from 0 again after reset_marks(). `label` names what starts at the mark (an NVTX range on
-  // CUDA, for Nsight Systems), nullptr when nothing does.
-  virtual int mark(const char* label) = 0;
-  virtual double seconds_between(int from, int to) = 0;
-  virtual void reset_marks() = 0;
+  // its id, one more than the last (0 first); seconds_between() waits for the later mark and
+  // gives the time between two marks; release_marks(before) says the marks before that id have
+  // been read, so the device may reuse them. A profiler reads a step's marks steps later, so
+  // that reading waits for work the device has long finished, never for the work just issued.
+  // `label` names what starts at the mark (an NVTX range on CUDA, for Nsight Systems), nullptr
+  // when nothing does.
+  virtual int64_t mark(const char* label) = 0;
+  virtual double seconds_between(int64_t from, int64_t to) = 0;
+  virtual void release_marks(int64_t before) = 0;
 
   // Host memory the loader assembles batches in: page-locked on CUDA, so that copies from it
   // run asynchronously.

@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -37,23 +38,30 @@ struct PhaseEvent {
 };
 
 // Times the phases of each step: start(p) ends the running phase and starts p (opening a step
-// when none is open); end_step() closes the step and adds its phase times to the totals. Every
-// phase boundary is one Device::mark(); nothing is done when the mode is off.
+// when none is open); end_step() closes the step. Every phase boundary is one Device::mark();
+// nothing is done when the mode is off.
+// Note: a closed step's marks are read kReadLag steps later, when the device has finished its
+// work: reading them at once would make the host wait for the device to drain after every step,
+// and the GPU would idle while the host issues the next one. The accessors of the times read
+// the steps still unread first (a wait, at the end of an epoch or a probe, not every step).
 class StepProfiler {
  public:
   StepProfiler(Device& device, ProfileMode mode);
+
+  static constexpr size_t kReadLag = 2;
 
   ProfileMode mode() const { return mode_; }
   void start(Phase p);
   void end_step();
 
-  const PhaseTimes& last_step() const { return last_; }
-  double last_step_seconds() const;
-  const PhaseTimes& totals() const { return totals_; }
-  int64_t steps() const { return steps_; }
+  // The phase times of the last closed step, and of all of them.
+  const PhaseTimes& last_step();
+  double last_step_seconds();
+  const PhaseTimes& totals();
+  int64_t steps() const { return steps_; }  // closed steps
   // Marks the last step took: the profiler's whole per-step cost on the device.
   int marks_last_step() const { return marks_last_step_; }
-  const std::vector<PhaseEvent>& events() const { return events_; }  // trace mode only
+  const std::vector<PhaseEvent>& events();  // trace mode only
   // The host clock of its events, started with the profiler; the trace's other host rows (DDP's
   // all-reduces, the loader threads) are timed on it too.
   const HostClock& clock() const { return clock_; }
@@ -67,10 +75,18 @@ class StepProfiler {
 
   struct Boundary {
     Phase phase;  // the phase that starts at this mark
-    int mark;
+    int64_t mark;
     double host_s;
   };
   std::vector<Boundary> open_;  // marks of the step in progress
+  struct ClosedStep {
+    std::vector<Boundary> phases;
+    int64_t end_mark;
+    double host_end_s;
+  };
+  std::deque<ClosedStep> unread_;  // closed steps whose marks are not read yet, oldest first
+  void read_oldest();
+  void read_all();
   PhaseTimes last_{}, totals_{};
   int64_t steps_ = 0;
   int marks_last_step_ = 0;

@@ -51,15 +51,18 @@ void CpuBackend::fill(Tensor& t, double value) {
   });
 }
 
-int CpuBackend::mark(const char*) {
-  marks_.push_back(std::chrono::steady_clock::now());
-  return static_cast<int>(marks_.size()) - 1;
+int64_t CpuBackend::mark(const char*) {
+  return marks_.push(std::chrono::steady_clock::now());
 }
 
-double CpuBackend::seconds_between(int from, int to) {
-  return std::chrono::duration<double>(marks_.at(static_cast<size_t>(to)) -
-                                       marks_.at(static_cast<size_t>(from)))
+double CpuBackend::seconds_between(int64_t from, int64_t to) {
+  return std::chrono::duration<double>(marks_.at(to, "seconds_between") -
+                                       marks_.at(from, "seconds_between"))
       .count();
+}
+
+void CpuBackend::release_marks(int64_t before) {
+  marks_.release_before(before, [](auto) {});
 }
 
 std::shared_ptr<void> CpuBackend::host_buffer(std::size_t bytes) {

@@ -11,6 +11,7 @@
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/cuda/cuda_check.hpp"
 #include "ringtrain/core/block_cache.hpp"
+#include "ringtrain/core/id_queue.hpp"
 #include "types.cuh"
 
 namespace ringtrain::cuda {
@@ -36,9 +37,9 @@ class CudaBackend final : public Backend {
   void accumulate(Tensor& src, Tensor& dst) override;
   void synchronize() override;
   void bind_thread() override;
-  int mark(const char* label) override;
-  double seconds_between(int from, int to) override;
-  void reset_marks() override { marks_used_ = 0; }
+  int64_t mark(const char* label) override;
+  double seconds_between(int64_t from, int64_t to) override;
+  void release_marks(int64_t before) override;
   std::shared_ptr<void> host_buffer(std::size_t bytes) override;
   void copy_to_device_async(const Tensor& host, Tensor& device) override;
   void wait_for_copies() override;
@@ -193,10 +194,10 @@ class CudaBackend final : public Backend {
   const RunTable& run_table(const std::vector<DecayRun>& runs);
   Tensor upload(const void* data, int64_t bytes);
   RunTable run_table_;
-  void* host_scalar_ = nullptr;     // pinned, 8 bytes
-  std::vector<cudaEvent_t> marks_;  // timing events, reused after reset_marks()
-  size_t marks_used_ = 0;
-  bool nvtx_open_ = false;  // an NVTX range pushed by mark() and not popped yet
+  void* host_scalar_ = nullptr;          // pinned, 8 bytes
+  IdQueue<cudaEvent_t> marks_;           // timing events not yet released
+  std::vector<cudaEvent_t> free_marks_;  // released ones, to record again
+  bool nvtx_open_ = false;               // an NVTX range pushed by mark() and not popped yet
 };
 
 }  // namespace ringtrain::cuda

@@ -33,6 +33,13 @@ void warn_on_error(cudaError_t code, const char* call) {
                  error_context().c_str(), call, static_cast<int>(code), cudaGetErrorString(code));
 }
 
+void warn_on_error(cublasStatus_t code, const char* call) {
+  if (code != CUBLAS_STATUS_SUCCESS)
+    std::fprintf(stderr, "ringtrain: warning: cuBLAS error on %s: %s returned %d (%s)\n",
+                 error_context().c_str(), call, static_cast<int>(code),
+                 cublasGetStatusString(code));
+}
+
 void warn_on_error(cudnnStatus_t code, const char* call) {
   if (code != CUDNN_STATUS_SUCCESS)
     std::fprintf(stderr, "ringtrain: warning: cuDNN error on %s: %s returned %d (%s)\n",

@@ -110,12 +110,14 @@ CudaBackend::~CudaBackend() {
   warn_on_error(cudaStreamSynchronize(compute_), "cudaStreamSynchronize(compute)");
   warn_on_error(cudaStreamSynchronize(copy_), "cudaStreamSynchronize(copy)");
   workspace_ = Tensor();
-  for (cudaEvent_t e : marks_) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
+  for (cudaEvent_t e : marks_.values()) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
+  for (cudaEvent_t e : free_marks_) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
   warn_on_error(cudaFreeHost(host_scalar_), "cudaFreeHost");
   loss_log_ = Tensor();
   warn_on_error(cudaFreeHost(loss_log_host_), "cudaFreeHost");
-  cublasDestroy(cublas_);
-  cudnnDestroy(cudnn_);
+  warn_on_error(cublasDestroy(cublas_), "cublasDestroy");
+  conv_descriptors_.clear();
+  warn_on_error(cudnnDestroy(cudnn_), "cudnnDestroy");
   warn_on_error(cudaEventDestroy(copies_done_), "cudaEventDestroy");
   warn_on_error(cudaEventDestroy(compute_mark_), "cudaEventDestroy");
   warn_on_error(cudaStreamDestroy(copy_), "cudaStreamDestroy");
@@ -249,27 +251,33 @@ void CudaBackend::bind_thread() {
   RT_CUDA_CHECK(cudaSetDevice(options_.device));
 }
 
-int CudaBackend::mark(const char* label) {
+int64_t CudaBackend::mark(const char* label) {
   if (nvtx_open_) nvtxRangePop();
   nvtx_open_ = label != nullptr;
   if (label) nvtxRangePushA(label);
-  if (marks_used_ == marks_.size()) {
-    cudaEvent_t e = nullptr;
+  cudaEvent_t e = nullptr;
+  if (free_marks_.empty()) {
     RT_CUDA_CHECK(cudaEventCreate(&e));
-    marks_.push_back(e);
+  } else {
+    e = free_marks_.back();
+    free_marks_.pop_back();
   }
-  RT_CUDA_CHECK(cudaEventRecord(marks_[marks_used_], compute_));
-  return static_cast<int>(marks_used_++);
+  const int64_t id = marks_.push(e);
+  RT_CUDA_CHECK(cudaEventRecord(e, compute_));
+  return id;
 }
 
-double CudaBackend::seconds_between(int from, int to) {
-  RT_CHECK(from >= 0 && to >= 0 && static_cast<size_t>(std::max(from, to)) < marks_used_,
-           "seconds_between: marks ", from, " and ", to, " of ", marks_used_);
-  RT_CUDA_CHECK(cudaEventSynchronize(marks_[static_cast<size_t>(to)]));
+double CudaBackend::seconds_between(int64_t from, int64_t to) {
+  const cudaEvent_t start = marks_.at(from, "seconds_between"),
+                    end = marks_.at(to, "seconds_between");
+  RT_CUDA_CHECK(cudaEventSynchronize(end));
   float ms = 0;
-  RT_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[static_cast<size_t>(from)],
-                                     marks_[static_cast<size_t>(to)]));
+  RT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, end));
   return ms * 1e-3;
+}
+
+void CudaBackend::release_marks(int64_t before) {
+  marks_.release_before(before, [this](cudaEvent_t e) { free_marks_.push_back(e); });
 }
 
 std::shared_ptr<void> CudaBackend::host_buffer(std::size_t bytes) {

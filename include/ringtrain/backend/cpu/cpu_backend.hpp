@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "ringtrain/backend/backend.hpp"
+#include "ringtrain/core/id_queue.hpp"
 #include "ringtrain/core/thread_pool.hpp"
 
 namespace ringtrain {
@@ -41,9 +42,9 @@ class CpuBackend final : public Backend {
   void accumulate(Tensor& src, Tensor& dst) override;
   void synchronize() override {}
   void bind_thread() override {}
-  int mark(const char* label) override;
-  double seconds_between(int from, int to) override;
-  void reset_marks() override { marks_.clear(); }
+  int64_t mark(const char* label) override;
+  double seconds_between(int64_t from, int64_t to) override;
+  void release_marks(int64_t before) override;
   std::shared_ptr<void> host_buffer(std::size_t bytes) override;
   // There is no copy stream on the CPU: the copy is done when the call returns.
   void copy_to_device_async(const Tensor& host, Tensor& device) override { copy(host, device); }
@@ -109,7 +110,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::unique_ptr<cpu::ConvPrimitives> conv_;  // f32 convolutions, one primitive per shape
   std::shared_ptr<cpu::OwnedMemory> memory_;   // what the CPU backends' zeros() handed out
-  std::vector<std::chrono::steady_clock::time_point> marks_;
+  IdQueue<std::chrono::steady_clock::time_point> marks_;
   std::vector<LossValue> loss_log_;  // record_loss's, until take_losses
   double batch_loss(const Tensor& logits, const Tensor& labels, float smoothing, Tensor* dlogits,
                     double grad_scale);

@@ -37,4 +37,5 @@ namespace ringtrain::cuda {
 // For destructors and deleters, which must not throw: the failure is printed instead.
 void warn_on_error(cudaError_t code, const char* call);
 void warn_on_error(cudnnStatus_t code, const char* call);
+void warn_on_error(cublasStatus_t code, const char* call);
 }  // namespace ringtrain::cuda
