@@ -11,6 +11,7 @@ void record_forward_loss(ResNet& model, const Tensor& images, const Tensor& labe
 
 void backward_from_loss(ResNet& model) {
   model.backward(model.logits_grad());
+  model.parameters().hand_over_gradients();
 }
 
 void record_forward_backward(ResNet& model, const Tensor& images, const Tensor& labels,

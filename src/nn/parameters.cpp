@@ -53,9 +53,10 @@ void ParameterSet::refresh_weights(Device& device) {
   if (weights_.raw() != params_.raw()) device.cast(params_, weights_);
 }
 
+// Note: only the gradients the optimizer reads are filled. The compute-dtype ones are zero
+// already: allocated so, and cleared by every hand-over, which covers every gradient written.
 void ParameterSet::zero_grad(Device& device) {
   device.fill(grads_, 0.0);
-  if (backward_grads_.raw() != grads_.raw()) device.fill(backward_grads_, 0.0);
 }
 
 bool ParameterSet::written_in_compute_dtype(int id) const {
@@ -66,11 +67,21 @@ bool ParameterSet::written_in_compute_dtype(int id) const {
 
 void ParameterSet::gradient_written(int id) {
   if (written_in_compute_dtype(id)) {
-    const int64_t offset = param_infos_.at(static_cast<size_t>(id)).offset, size = span(id);
-    Tensor from = backward_grads_.slice(offset, {size}), to = grads_.slice(offset, {size});
-    device_->accumulate(from, to);
+    const int64_t begin = param_infos_.at(static_cast<size_t>(id)).offset, end = begin + span(id);
+    const bool none = unhanded_begin_ == unhanded_end_;
+    unhanded_begin_ = none ? begin : std::min(unhanded_begin_, begin);
+    unhanded_end_ = none ? end : std::max(unhanded_end_, end);
   }
   if (listener_) listener_(id);
+}
+
+void ParameterSet::hand_over_gradients() {
+  if (unhanded_begin_ == unhanded_end_) return;
+  const int64_t size = unhanded_end_ - unhanded_begin_;
+  Tensor from = backward_grads_.slice(unhanded_begin_, {size});
+  Tensor to = grads_.slice(unhanded_begin_, {size});
+  device_->accumulate(from, to);
+  unhanded_begin_ = unhanded_end_ = 0;
 }
 
 namespace {

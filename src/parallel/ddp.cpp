@@ -92,6 +92,7 @@ void DistributedDataParallel::broadcast_buffers() {
 
 void DistributedDataParallel::launch(Bucket& b, bool during_backward) {
   if (trace_) b.launch_s = trace_->clock().seconds();
+  params_.hand_over_gradients();  // the bucket's gradients into the f32 ones it sends
   Tensor& grads = params_.flat_grads();
   if (wire_.defined()) {
     Tensor wire = range(wire_, b);

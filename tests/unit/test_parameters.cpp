@@ -19,6 +19,7 @@ namespace {
 // the CUDA kernel's body in the host grid emulator.
 class Bf16HostDevice final : public Device {
  public:
+  int64_t accumulates = 0;  // hand-overs: calls of accumulate
   DeviceId device_id() const override { return cpu_.device_id(); }
   std::string name() const override { return "cpu-bf16"; }
   DType compute_dtype() const override { return DType::bf16; }
@@ -32,6 +33,7 @@ class Bf16HostDevice final : public Device {
   void copy(const Tensor& src, Tensor& dst) override { cpu_.copy(src, dst); }
   void cast(const Tensor& src, Tensor& dst) override { cpu_.cast(src, dst); }
   void accumulate(Tensor& src, Tensor& dst) override {
+    ++accumulates;
     ASSERT_EQ(src.dtype(), DType::bf16);
     ASSERT_EQ(dst.dtype(), DType::f32);
     const kernels::AccumulateAndClear<test::HostBf16, float> body{
@@ -107,30 +109,67 @@ TEST(ParameterLayout, EveryViewIs256ByteAlignedInEveryBuffer) {
 }
 
 // Four micro-batches' bf16 gradients 256, 1, 1, 1: added in bf16 (8 significant bits) the sum
-// stays 256, in the f32 gradients it is 259. Each hand-over clears the bf16 gradient, and the
-// listener (DDP) hears of the gradient once it is in the f32 buffer.
+// stays 256, in the f32 gradients it is 259. Each hand-over clears the bf16 gradient; the
+// listener (DDP) hears of each gradient as it is written, before the hand-over.
 TEST(MixedPrecision, MicroBatchGradientsAccumulateInF32) {
   Bf16HostDevice device;
   ParameterSet ps = odd_parameters();
   ps.allocate(device, DType::f32);
   const int id = 2;  // a convolution's weight
-  std::vector<float> heard;
-  ps.set_gradient_listener(
-      [&](int written) { heard.push_back(ps.grad(written).data<float>()[0]); });
+  std::vector<int> heard;
+  ps.set_gradient_listener([&](int written) { heard.push_back(written); });
   ps.zero_grad(device);
+  std::vector<float> sums;
   for (float g : {256.0f, 1.0f, 1.0f, 1.0f}) {
     Tensor backward = ps.backward_grad(id);
     for (int64_t i = 0; i < backward.numel(); ++i)
       static_cast<uint16_t*>(backward.raw())[i] = float_to_bf16(g);
     ps.gradient_written(id);
+    ps.hand_over_gradients();
+    sums.push_back(ps.grad(id).data<float>()[0]);
     for (int64_t i = 0; i < backward.numel(); ++i)
       ASSERT_EQ(static_cast<const uint16_t*>(backward.raw())[i], 0) << "element " << i;
   }
   const Tensor grad = ps.grad(id);
   for (int64_t i = 0; i < grad.numel(); ++i) ASSERT_EQ(grad.data<float>()[i], 259.0f) << i;
-  EXPECT_EQ(heard, (std::vector<float>{256, 257, 258, 259}));
+  EXPECT_EQ(sums, (std::vector<float>{256, 257, 258, 259}));
+  EXPECT_EQ(heard, (std::vector<int>{id, id, id, id}));
   ps.zero_grad(device);
   EXPECT_EQ(ps.grad(id).data<float>()[0], 0.0f);
+}
+
+// A backward pass writes its gradients from the last parameter to the first; they are handed
+// over in one pass over the span they cover, and only what was written: a gradient written
+// after the hand-over waits for the next one.
+TEST(MixedPrecision, GradientsAreHandedOverInOnePass) {
+  Bf16HostDevice device;
+  ParameterSet ps = odd_parameters();
+  ps.allocate(device, DType::f32);
+  ps.zero_grad(device);
+  const int n = static_cast<int>(ps.param_infos().size());
+  for (int id = n; id-- > 1;) {
+    Tensor backward = ps.backward_grad(id);
+    if (backward.dtype() == DType::bf16)
+      for (int64_t i = 0; i < backward.numel(); ++i)
+        static_cast<uint16_t*>(backward.raw())[i] = float_to_bf16(static_cast<float>(id));
+    ps.gradient_written(id);
+  }
+  const int64_t before = device.accumulates;
+  ps.hand_over_gradients();
+  EXPECT_EQ(device.accumulates, before + 1);
+  ps.hand_over_gradients();  // nothing written since
+  EXPECT_EQ(device.accumulates, before + 1);
+  for (int id = 1; id < n; ++id) {
+    if (ps.param_infos()[static_cast<size_t>(id)].kind == ParamKind::norm_bias) continue;
+    EXPECT_EQ(ps.grad(id).data<float>()[0], static_cast<float>(id)) << id;
+  }
+  Tensor first = ps.backward_grad(0);
+  static_cast<uint16_t*>(first.raw())[0] = float_to_bf16(5.0f);
+  EXPECT_EQ(ps.grad(0).data<float>()[0], 0.0f);  // not written yet: still in bf16
+  ps.gradient_written(0);
+  ps.hand_over_gradients();
+  EXPECT_EQ(ps.grad(0).data<float>()[0], 5.0f);
+  EXPECT_EQ(device.accumulates, before + 2);
 }
 
 // Batch norm's gradients are written in f32 straight into the gradients the optimizer reads,

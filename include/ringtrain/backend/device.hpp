@@ -29,7 +29,7 @@ class Device {
   // dst = src converted to dst's dtype (f32 master weights into their compute-dtype copy).
   virtual void cast(const Tensor& src, Tensor& dst) = 0;
   // dst += src converted to dst's dtype, then src = 0: one backward pass's compute-dtype
-  // gradients into the f32 ones the optimizer reads (ParameterSet::gradient_written).
+  // gradients into the f32 ones the optimizer reads (ParameterSet::hand_over_gradients).
   virtual void accumulate(Tensor& src, Tensor& dst) = 0;
   virtual void synchronize() = 0;
   // Makes this device the calling thread's current one (cudaSetDevice on CUDA; nothing on the

@@ -51,7 +51,8 @@ class ParameterSet {
   Tensor buffer(int id) const;
   // Copies the master parameters into the compute-dtype copy (nothing without mixed precision).
   void refresh_weights(Device& device);
-  // Backward adds to the gradients: a step starts by zeroing them.
+  // Backward adds to the gradients: a step starts by zeroing them (grad(id); the compute-dtype
+  // buffer is zero between hand-overs).
   void zero_grad(Device& device);
 
   const std::vector<ParamInfo>& param_infos() const { return param_infos_; }
@@ -66,10 +67,15 @@ class ParameterSet {
   // parameters' spans tile the buffer.
   int64_t span(int id) const;
 
-  // Layers call gradient_written(id) once backward_grad(id) is final for this backward pass: it
-  // moves the gradient into grad(id) (mixed precision), then tells the listener. DDP listens to
-  // launch each bucket the moment its last gradient is written.
+  // Layers call gradient_written(id) once backward_grad(id) is final for this backward pass; it
+  // tells the listener. DDP listens to launch each bucket the moment its last gradient is
+  // written. Under mixed precision the gradient is then still in the compute dtype:
+  // hand_over_gradients() adds every gradient written since the last hand-over into grad(id)
+  // in f32, and clears them, in one pass over the span they cover. Whoever reads grad() after
+  // a backward pass hands them over first: the end of backward (backward_from_loss) and DDP,
+  // before it sends a bucket.
   void gradient_written(int id);
+  void hand_over_gradients();
   void set_gradient_listener(std::function<void(int)> listener) { listener_ = std::move(listener); }
 
   // One range of the flat buffer per parameter, in order, with its weight-decay flag; norm and
@@ -86,8 +92,12 @@ class ParameterSet {
   Device* device_ = nullptr;  // the one allocate() was given
   Tensor params_, weights_, grads_, backward_grads_, buffers_;
   std::function<void(int)> listener_;
-  // Whether backward_grad(id) is the compute-dtype buffer, handed over by gradient_written.
+  // Whether backward_grad(id) is the compute-dtype buffer, handed over by hand_over_gradients.
   bool written_in_compute_dtype(int id) const;
+  // The span of the flat buffer holding compute-dtype gradients not handed over yet (empty when
+  // begin == end): the hull of those written, so gradients written out of order are covered
+  // too, with the zeros between them.
+  int64_t unhanded_begin_ = 0, unhanded_end_ = 0;
 };
 
 }  // namespace ringtrain
