@@ -20,6 +20,19 @@ void BatchNorm2d::init(Device& device, bool zero_weight) const {
   device.fill(var, 1.0);
 }
 
+void BatchNorm2d::allocate_statistics(Device& device) {
+  if (save_mean_.defined()) return;
+  // Note: unlike the convolutions, batch norm reads the f32 master gamma and beta (param, not
+  // weight) and keeps its statistics in f32 under mixed precision: they are per channel, so f32
+  // costs nothing, while a bf16 gamma (8 significant bits) would round every channel's scale.
+  const DType stats = params_->param(weight_).dtype();
+  save_mean_ = device.zeros({channels_}, stats);
+  save_invstd_ = device.zeros({channels_}, stats);
+  sums_ = device.zeros({2 * channels_ + 1}, DType::f64);
+  grad_sums_ = device.zeros({2 * channels_}, DType::f64);
+  global_grad_sums_ = device.zeros({2 * channels_}, DType::f64);
+}
+
 void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
   RT_CHECK(x.rank() == 4 && x.dim(1) == channels_, "BatchNorm2d: expected input [N,", channels_,
            ",H,W], got ", x.describe());
@@ -29,18 +42,7 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
                                     kEps, relu_, y);
     return;
   }
-  if (!save_mean_.defined()) {
-    // Note: unlike the convolutions, batch norm reads the f32 master gamma and beta (param, not
-    // weight) and keeps its statistics in f32 under mixed precision: they are per channel, so
-    // f32 costs nothing, while a bf16 gamma (8 significant bits) would round every channel's
-    // scale.
-    const DType stats = params_->param(weight_).dtype();
-    save_mean_ = backend.zeros({channels_}, stats);
-    save_invstd_ = backend.zeros({channels_}, stats);
-    sums_ = backend.zeros({2 * channels_ + 1}, DType::f64);
-    grad_sums_ = backend.zeros({2 * channels_}, DType::f64);
-    global_grad_sums_ = backend.zeros({2 * channels_}, DType::f64);
-  }
+  allocate_statistics(backend);
   // Note: SyncBatchNorm normalises with the global batch's statistics, so the forward is split
   // where the other ranks are needed: per-channel sums of x and x^2 and the count go into one
   // f64 vector (one all-reduce per layer), and every rank normalises from the global sums. f64
@@ -56,6 +58,24 @@ void BatchNorm2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool tra
   sync_->wait_on_device(sync_->all_reduce_async(sums_, 0, sums_.numel(), ReduceOp::sum));
   backend.batch_norm_forward_from_sums(x, gamma, beta, sums_, kMomentum, kEps, relu_, y, save_mean_,
                                        save_invstd_, mean, var);
+}
+
+const Tensor& BatchNorm2d::forward_affine(Backend& backend, const Tensor& x, bool training) {
+  RT_CHECK(fuses_forward(), "BatchNorm2d::forward_affine: not with SyncBatchNorm or a fused ReLU");
+  RT_CHECK(x.rank() == 4 && x.dim(1) == channels_, "BatchNorm2d: expected input [N,", channels_,
+           ",H,W], got ", x.describe());
+  const Tensor gamma = params_->param(weight_), beta = params_->param(bias_);
+  Tensor mean = params_->buffer(running_mean_), var = params_->buffer(running_var_);
+  if (!affine_.defined()) affine_ = backend.zeros({2 * channels_}, gamma.dtype());
+  if (!training) {
+    backend.batch_norm_eval_affine(gamma, beta, mean, var, kEps, affine_);
+    return affine_;
+  }
+  allocate_statistics(backend);
+  count_ = static_cast<double>(x.numel() / channels_);
+  backend.batch_norm_train_affine(x, gamma, beta, kMomentum, kEps, sums_, save_mean_, save_invstd_,
+                                  mean, var, affine_);
+  return affine_;
 }
 
 // Note: with SyncBatchNorm, dx needs the gradient sums of every rank (the global mean and

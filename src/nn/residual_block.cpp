@@ -25,6 +25,11 @@ void ConvBn::forward(Backend& backend, const Tensor& x, Tensor& y, bool training
   bn_.forward(backend, conv_out_, y, training);
 }
 
+const Tensor& ConvBn::forward_affine(Backend& backend, const Tensor& x, bool training) {
+  conv_.forward(backend, x, conv_out_);
+  return bn_.forward_affine(backend, conv_out_, training);
+}
+
 void ConvBn::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& d_conv,
                       Tensor* dx) {
   bn_.backward(backend, conv_out_, dy, d_conv);
@@ -90,15 +95,40 @@ int64_t ResidualBlock::allocate(Device& device, const Shape& x) {
   return largest;
 }
 
-// The last unit of the main branch writes into the block's output, and relu(main + shortcut)
-// is taken there in place.
+bool ResidualBlock::fuses_tail() const {
+  return main_.back().fuses_forward() && (!shortcut_ || shortcut_->fuses_forward());
+}
+
+// Note: the block's end in one pass (Ops::batch_norm_add_relu): the last unit's and the
+// shortcut's batch norms are applied where they are added, so neither output is written to
+// memory and read back. Backward is unchanged: it reads the convolutions' outputs and out_.
+void ResidualBlock::forward_tail(Backend& backend, const Tensor& in, const Tensor& x,
+                                 bool training) {
+  ConvBn& tail = main_.back();
+  const Tensor& affine = tail.forward_affine(backend, in, training);
+  if (!shortcut_) {
+    backend.batch_norm_add_relu(tail.conv_out(), affine, x, nullptr, out_);
+    return;
+  }
+  const Tensor& shortcut_affine = shortcut_->forward_affine(backend, x, training);
+  backend.batch_norm_add_relu(tail.conv_out(), affine, shortcut_->conv_out(), &shortcut_affine,
+                              out_);
+}
+
+// The main branch's units in turn; then relu(main + shortcut), in one pass (forward_tail) or,
+// with SyncBatchNorm, by the last unit writing into the block's output and the sum taken there
+// in place.
 void ResidualBlock::forward(Backend& backend, const Tensor& x, bool training, const Workspace& ws) {
   const Tensor* in = &x;
-  for (size_t i = 0; i < main_.size(); ++i) {
-    Tensor& y = i + 1 < main_.size() ? unit_out_[i] : out_;
-    main_[i].forward(backend, *in, y, training);
-    in = &y;
+  for (size_t i = 0; i + 1 < main_.size(); ++i) {
+    main_[i].forward(backend, *in, unit_out_[i], training);
+    in = &unit_out_[i];
   }
+  if (fuses_tail()) {
+    forward_tail(backend, *in, x, training);
+    return;
+  }
+  main_.back().forward(backend, *in, out_, training);
   Tensor shortcut;
   if (shortcut_) {
     shortcut = ws.at(Workspace::scratch, out_.shape());

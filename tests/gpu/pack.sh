@@ -18,16 +18,23 @@ bash env/install_deps.sh
 # Note: CMake's FindHDF5 leaves the static library's own dependencies (szip, zlib) off the link.
 # The GPU machines lent are Hopper (H100, H200): the bundle's kernels are built for sm_90 (and its
 # PTX) alone, RINGTRAIN_PACK_CUDA_ARCHITECTURES to change it; the default list for a build on a
-# machine without a GPU takes twice as long.
-cmake -S . -B build-pack -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGTRAIN_CUDA=ON \
+# machine without a GPU takes twice as long. RINGTRAIN_PACK_BUILD_TYPE (default Release) is for
+# bundle_selftest.sh in the test command, which checks how the bundle is packed and loads, not
+# how fast it runs, and builds it unoptimised, in a folder of its own (RINGTRAIN_PACK_BUILD_DIR,
+# default build-pack) and packs it into another (RINGTRAIN_PACK_OUT, default build-gpu), so that
+# the bundle carried to a GPU machine is never that one.
+build=${RINGTRAIN_PACK_BUILD_DIR:-build-pack}
+out=${RINGTRAIN_PACK_OUT:-build-gpu}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${RINGTRAIN_PACK_BUILD_TYPE:-Release}" \
+  -DRINGTRAIN_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="${RINGTRAIN_PACK_CUDA_ARCHITECTURES:-90}" \
   -DRINGTRAIN_MARCH=x86-64-v3 -U "HDF5_*" -DHDF5_USE_STATIC_LIBRARIES=ON \
   -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed "-DCMAKE_CXX_STANDARD_LIBRARIES=-lsz -lz" >/dev/null
-cmake --build build-pack -j "$(nproc)" \
+cmake --build "$build" -j "$(nproc)" \
   --target ringtrain_gpu_tests bench_train_gpu cudnn_probe ringtrain
 
-stage=build-gpu/bundle
-rm -rf "$stage" build-gpu/bundle.tar.xz
+stage=$out/bundle
+rm -rf "$stage" "$out/bundle.tar.xz"
 mkdir -p "$stage"/{bin,lib/openmpi,lib/pmix,lib-fallback,share/openmpi,share/pmix,etc}
 
 # ompi_path NAME: one of Open MPI's install folders (bindir, pkglibdir, pkgdatadir, sysconfdir).
@@ -84,8 +91,8 @@ carry_libraries() {
   done
 }
 
-cp build-pack/ringtrain build-pack/tests/{ringtrain_gpu_tests,cudnn_probe} \
-  build-pack/bench/bench_train_gpu "$stage/bin/"
+cp "$build"/ringtrain "$build"/tests/{ringtrain_gpu_tests,cudnn_probe} \
+  "$build"/bench/bench_train_gpu "$stage/bin/"
 carry_open_mpi
 carry_libraries
 cp tests/gpu/bundle_env.sh "$stage/env.sh"
@@ -104,14 +111,14 @@ case $level in
     exit 2
     ;;
 esac
-tar -C build-gpu -cf - bundle | xz -T0 "-$level" >build-gpu/bundle.tar.xz
+tar -C "$out" -cf - bundle | xz -T0 "-$level" >"$out/bundle.tar.xz"
 rm -rf "$stage"
-echo "pack: build-gpu/bundle.tar.xz ($(du -h build-gpu/bundle.tar.xz | cut -f1))"
+echo "pack: $out/bundle.tar.xz ($(du -h "$out/bundle.tar.xz" | cut -f1))"
 carried=0
-for file in build-gpu/bundle.tar.xz build-gpu/cifar10.tar.gz; do
+for file in "$out/bundle.tar.xz" "$out/cifar10.tar.gz"; do
   if [ -f "$file" ]; then carried=$((carried + $(stat -c %s "$file"))); fi
 done
 if [ "$carried" -gt $((60 << 20)) ]; then
-  echo "pack: warning: build-gpu/ carries $((carried >> 20)) MiB; with the working tree it must" \
+  echo "pack: warning: $out/ carries $((carried >> 20)) MiB; with the working tree it must" \
     "stay under the GPU machine's 64 MiB"
 fi

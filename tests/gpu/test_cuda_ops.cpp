@@ -207,6 +207,25 @@ TEST_P(CudaOps, BatchNormFusedPassesEqualThePhasesBitForBit) {
   }
 }
 
+// The end of a residual block in one pass, with a projection's affine map and with an
+// identity shortcut, against the CPU on the same (rounded) inputs and maps.
+TEST_P(CudaOps, BatchNormAddReluMatchesTheCpu) {
+  const Shape shape = {3, 40, 6, 7};
+  const int64_t c = shape[1];
+  const auto [x, x_dev] = input(shape);
+  const auto [r, r_dev] = input(shape);
+  const Tensor affine = random_f32({2 * c}, rng_), r_affine = random_f32({2 * c}, rng_);
+  const Tensor affine_dev = upload(*gpu_, affine, DType::f32);
+  const Tensor r_affine_dev = upload(*gpu_, r_affine, DType::f32);
+  for (const bool projection : {true, false}) {
+    SCOPED_TRACE(projection ? "projection" : "identity");
+    Tensor want = Tensor::zeros(shape, DType::f32), got = gpu_->zeros(shape, dtype());
+    cpu_.batch_norm_add_relu(x, affine, r, projection ? &r_affine : nullptr, want);
+    gpu_->batch_norm_add_relu(x_dev, affine_dev, r_dev, projection ? &r_affine_dev : nullptr, got);
+    expect_close(got, want, "y");
+  }
+}
+
 // An empty batch (no rows) sums to zero with a count of 0, as on the CPU, instead of launching
 // a grid with no blocks (an invalid configuration).
 TEST_P(CudaOps, BatchNormSumsOfAnEmptyBatchAreZero) {

@@ -434,6 +434,43 @@ TEST(BatchNormKernels, ChunksDependOnTheRowsAlone) {
   }
 }
 
+// The end of a residual block (NormAddRelu) against the CPU's batch_norm_add_relu on the same
+// values, with a projection's affine map and with an identity shortcut, in f32 and bf16, under
+// the launcher's grid and a small one.
+template <class T>
+void expect_add_relu_matches_the_cpu(const NormShape& s, bool projection, double ulp, GridOf grid) {
+  const bool bf16 = ulp > 0;
+  const int64_t n = s.rows() * s.c;
+  const std::vector<float> x = uniform(n, 21, -2.f, 2.f, bf16), r = uniform(n, 22, -2.f, 2.f, bf16);
+  const std::vector<float> affine = uniform(2 * s.c, 23, -1.5f, 1.5f, false);
+  const std::vector<float> r_affine = uniform(2 * s.c, 24, -1.5f, 1.5f, false);
+  CpuBackend cpu(1);
+  const Tensor affine_t = vector_of(affine), r_affine_t = vector_of(r_affine);
+  Tensor want = Tensor::zeros({s.n, s.c, s.hw, 1}, DType::f32);
+  cpu.batch_norm_add_relu(nchw_of(x, s), affine_t, nchw_of(r, s),
+                          projection ? &r_affine_t : nullptr, want);
+  const std::vector<T> xe = test::to_elements<T>(x), re = test::to_elements<T>(r);
+  std::vector<T> y(xe.size());
+  run(kernels::NormAddRelu<T>{xe.data(), re.data(), y.data(), s.c, affine.data(),
+                              projection ? r_affine.data() : nullptr},
+      n, grid);
+  const std::vector<float> cpu_y = nhwc_of(want, s);
+  expect_near(test::to_floats(y), bf16 ? rounded_to_bf16(cpu_y) : cpu_y, ulp, "y");
+}
+
+TEST(BatchNormKernels, AddReluMatchesTheCpu) {
+  for (const NormShape s : {NormShape{1, 1, 1}, NormShape{17, 61, 3}, NormShape{4, 25, 64}}) {
+    for (const bool projection : {true, false}) {
+      for (const GridOf grid : {launcher_grid, small_grid}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "rows " << s.rows() << ", C " << s.c << ", projection " << projection);
+        expect_add_relu_matches_the_cpu<float>(s, projection, 0, grid);
+        expect_add_relu_matches_the_cpu<HostBf16>(s, projection, kBf16Ulp, grid);
+      }
+    }
+  }
+}
+
 TEST(BatchNormKernels, NoRowsSumToZero) {
   const std::vector<float> x;
   const auto sums = channel_sums(kernels::SumAndSquare<float>{x.data()}, 0, 5, launcher_grid);

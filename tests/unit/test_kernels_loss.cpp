@@ -24,7 +24,6 @@ namespace ringtrain {
 namespace {
 
 using test::device_grid;
-using test::emulate_grid_stride;
 using test::Grid;
 using test::GridOf;
 using test::HostBf16;
@@ -72,12 +71,8 @@ LossResult cpu_reference(const Batch& b) {
   return {loss, std::vector<float>(d, d + dlogits.numel()), cpu.count_correct(logits, labels)};
 }
 
-template <class Body>
-void run(const Body& body, int64_t n, GridOf grid) {
-  emulate_grid_stride(body, n, grid(n));
-}
-
-// The CUDA backend's launches in T: the rows, their ordered sums, the label check. The loss is
+// The CUDA backend's one launch in T, as record_loss issues it: each row's loss, gradient and
+// correctness, then, by the last block, the ordered sums and the label check. The loss is
 // divided by n on the host, as the backend does.
 template <class T>
 LossResult body_run(const Batch& b, GridOf grid, int* bad_row = nullptr, double grad_scale = 1.0,
@@ -88,14 +83,19 @@ LossResult body_run(const Batch& b, GridOf grid, int* bad_row = nullptr, double 
   std::vector<int> row_correct(static_cast<std::size_t>(b.n));
   double total = -1;
   int correct = -1, bad = -1;
-  run(kernels::SoftmaxCrossEntropyRow<T>{logits.data(), b.labels.data(), b.n, b.classes, smoothing,
-                                         dlogits.data(), grad_scale, row_loss.data()},
-      b.n, grid);
-  run(kernels::ColumnSums<double, double>{row_loss.data(), b.n, 1, &total}, 1, grid);
-  run(kernels::FirstBadLabel{b.labels.data(), b.n, b.classes, &bad}, 1, grid);
-  run(kernels::RowCorrect<T>{logits.data(), b.labels.data(), b.classes, row_correct.data()}, b.n,
-      grid);
-  run(kernels::ColumnSums<int, int>{row_correct.data(), b.n, 1, &correct}, 1, grid);
+  const kernels::SoftmaxCrossEntropyRow<T> rows{logits.data(), b.labels.data(), b.n,
+                                                b.classes,     smoothing,       dlogits.data(),
+                                                grad_scale,    row_loss.data()};
+  const kernels::RowCorrect<T> row_correctness{logits.data(), b.labels.data(), b.classes,
+                                               row_correct.data()};
+  using Rows = kernels::Both<decltype(rows), decltype(row_correctness)>;
+  test::emulate_then_finish(
+      Rows{rows, row_correctness}, b.n, grid(b.n),
+      kernels::FinishStep<kernels::ColumnSums<double, double>>{{row_loss.data(), b.n, 1, &total},
+                                                               1},
+      kernels::FinishStep<kernels::FirstBadLabel>{{b.labels.data(), b.n, b.classes, &bad}, 1},
+      kernels::FinishStep<kernels::ColumnSums<int, int>>{{row_correct.data(), b.n, 1, &correct},
+                                                         1});
   if (bad_row)
     *bad_row = bad;
   else

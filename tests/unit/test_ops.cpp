@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <utility>
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "test_util.hpp"
@@ -115,6 +117,93 @@ TEST_P(BatchNormBackward, MatchesFiniteDifferencesAndF32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WithAndWithoutRelu, BatchNormBackward, ::testing::Bool());
+
+// One batch norm's operands and state, of dtype T.
+template <class T>
+struct NormState {
+  Tensor gamma, beta, mean, invstd, running_mean, running_var, sums;
+  NormState(int64_t c, std::mt19937_64& rng)
+      : gamma(random_tensor<T>({c}, rng)),
+        beta(random_tensor<T>({c}, rng)),
+        mean(Tensor::zeros({c}, dtype_of<T>())),
+        invstd(Tensor::zeros({c}, dtype_of<T>())),
+        running_mean(random_tensor<T>({c}, rng)),
+        running_var(Tensor::zeros({c}, dtype_of<T>())),
+        sums(Tensor::zeros({2 * c + 1}, DType::f64)) {
+    for (int64_t i = 0; i < c; ++i) running_var.data<T>()[i] = T(0.5) + T(i);
+  }
+};
+
+// relu(bn1(x) + bn2(r)) and relu(bn1(x) + r) in one pass (batch_norm_add_relu from the affine
+// maps of batch_norm_train_affine or batch_norm_eval_affine) against the batch norms' outputs
+// added (batch_norm_forward_train or _eval, then add_relu): the same values, a few roundings
+// apart at most (the compiler may fuse a multiply-add in one and not the other), and the same
+// statistics, kept and running, bit for bit.
+template <class T>
+void expect_add_relu_matches_its_parts(bool training, bool shortcut_norm) {
+  CpuBackend backend(2);
+  std::mt19937_64 rng(5);
+  const Shape shape = {3, 4, 5, 6};
+  const Tensor x = random_tensor<T>(shape, rng, 2.0), r = random_tensor<T>(shape, rng, 2.0);
+  std::mt19937_64 rng_a(9), rng_b(9);  // the same states, once for each way
+  NormState<T> a1(4, rng_a), a2(4, rng_a), b1(4, rng_b), b2(4, rng_b);
+  Tensor y1 = Tensor::zeros(shape, dtype_of<T>()), y2 = Tensor::zeros(shape, dtype_of<T>());
+  Tensor want = Tensor::zeros(shape, dtype_of<T>());
+  const auto normalise = [&](const Tensor& in, NormState<T>& s, Tensor& out) {
+    if (training) {
+      backend.batch_norm_forward_train(in, s.gamma, s.beta, 0.1f, 1e-5f, false, s.sums, out, s.mean,
+                                       s.invstd, s.running_mean, s.running_var);
+    } else {
+      backend.batch_norm_forward_eval(in, s.gamma, s.beta, s.running_mean, s.running_var, 1e-5f,
+                                      false, out);
+    }
+  };
+  normalise(x, a1, y1);
+  if (shortcut_norm) normalise(r, a2, y2);
+  backend.add_relu(y1, shortcut_norm ? y2 : r, want);
+  const auto affine_of = [&](const Tensor& in, NormState<T>& s) {
+    Tensor affine = Tensor::zeros({8}, dtype_of<T>());
+    if (training) {
+      backend.batch_norm_train_affine(in, s.gamma, s.beta, 0.1f, 1e-5f, s.sums, s.mean, s.invstd,
+                                      s.running_mean, s.running_var, affine);
+    } else {
+      backend.batch_norm_eval_affine(s.gamma, s.beta, s.running_mean, s.running_var, 1e-5f, affine);
+    }
+    return affine;
+  };
+  const Tensor affine1 = affine_of(x, b1);
+  const Tensor affine2 = shortcut_norm ? affine_of(r, b2) : Tensor();
+  Tensor got = Tensor::zeros(shape, dtype_of<T>());
+  backend.batch_norm_add_relu(x, affine1, r, shortcut_norm ? &affine2 : nullptr, got);
+  const double ulp = std::numeric_limits<T>::epsilon();
+  for (int64_t i = 0; i < got.numel(); ++i)
+    ASSERT_NEAR(got.data<T>()[i], want.data<T>()[i], 8 * ulp * (1 + std::abs(want.data<T>()[i])))
+        << i;
+  if (!training) return;
+  const Tensor* pairs[][2] = {{&a1.mean, &b1.mean},
+                              {&a1.invstd, &b1.invstd},
+                              {&a1.running_mean, &b1.running_mean},
+                              {&a1.running_var, &b1.running_var},
+                              {&a2.mean, &b2.mean},
+                              {&a2.invstd, &b2.invstd},
+                              {&a2.running_mean, &b2.running_mean},
+                              {&a2.running_var, &b2.running_var}};
+  for (const auto& pair : pairs) {
+    const Tensor &u = *pair[0], &v = *pair[1];
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(u.data<T>()[i], v.data<T>()[i]) << i;
+  }
+}
+
+TEST(BatchNorm, AddReluInOnePassEqualsItsParts) {
+  for (const bool training : {true, false}) {
+    for (const bool shortcut_norm : {true, false}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "training " << training << ", shortcut norm " << shortcut_norm);
+      expect_add_relu_matches_its_parts<float>(training, shortcut_norm);
+      expect_add_relu_matches_its_parts<double>(training, shortcut_norm);
+    }
+  }
+}
 
 TEST(Elementwise, AddReluAndItsGradient) {
   CpuBackend backend(2);

@@ -65,6 +65,23 @@ class Ops {
                                              const Tensor& local_sums, const Tensor& global_sums,
                                              double count, Tensor& dx, Tensor& dgamma,
                                              Tensor& dbeta) = 0;
+  // The end of a residual block in one pass, batch norm's affine map applied where it is used:
+  // y = relu(x * scale + shift + s), with affine = [scale (C), shift (C)] of x's batch norm
+  // (batch_norm_affine), and s the shortcut: r * r_scale + r_shift with r_affine (a projection's
+  // batch norm), or r itself (identity) when r_affine is null.
+  virtual void batch_norm_add_relu(const Tensor& x, const Tensor& affine, const Tensor& r,
+                                   const Tensor* r_affine, Tensor& y) = 0;
+  // The affine map [scale (C), shift (C)] that batch norm's forward applies, for
+  // batch_norm_add_relu: in training from the batch's statistics, computed and kept as
+  // batch_norm_forward_train does (the running statistics updated too); in evaluation from the
+  // running statistics. affine is f32 on CUDA and in the parameters' dtype on the CPU.
+  virtual void batch_norm_train_affine(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       float momentum, float eps, Tensor& sums, Tensor& save_mean,
+                                       Tensor& save_invstd, Tensor& running_mean,
+                                       Tensor& running_var, Tensor& affine) = 0;
+  virtual void batch_norm_eval_affine(const Tensor& gamma, const Tensor& beta,
+                                      const Tensor& running_mean, const Tensor& running_var,
+                                      float eps, Tensor& affine) = 0;
   // A training pass each way without SyncBatchNorm, the phases in one call so that a backend
   // may fuse them (CUDA: two launches each way); `sums` is the phases' f64 vector, [2C+1]
   // forward and [2C] backward. The CPU runs the phases.

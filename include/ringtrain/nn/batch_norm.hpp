@@ -18,6 +18,11 @@ class BatchNorm2d {
   void init(Device& device, bool zero_weight) const;
 
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool training);
+  // The forward's affine map of x, not applied: [scale (C), shift (C)], for an op that applies
+  // it where the output is used (Ops::batch_norm_add_relu). Training keeps and updates the
+  // statistics as forward does. Not with SyncBatchNorm (fuses_forward() is false).
+  const Tensor& forward_affine(Backend& backend, const Tensor& x, bool training);
+  bool fuses_forward() const { return sync_ == nullptr && !relu_; }
   void backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor& dx);
   // SyncBatchNorm: batch statistics and their gradients all-reduced over the communicator's
   // ranks (nullptr: this rank's batch alone).
@@ -33,6 +38,8 @@ class BatchNorm2d {
   int weight_, bias_, running_mean_, running_var_;
   Communicator* sync_ = nullptr;
   Tensor save_mean_, save_invstd_;
+  Tensor affine_;  // forward_affine's result
+  void allocate_statistics(Device& device);
   Tensor sums_, grad_sums_, global_grad_sums_;  // f64 per-channel sums (SyncBatchNorm phases)
   double count_ = 0;                            // values per channel in the (global) batch
 };

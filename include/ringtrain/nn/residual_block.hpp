@@ -25,6 +25,11 @@ class ConvBn {
 
   // Writes batch norm's output, after the ReLU where the unit has one, into y.
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool training);
+  // The forward of a unit whose output a residual block's end consumes: the convolution into
+  // conv_out(), and batch norm's affine map of it, not applied (BatchNorm2d::forward_affine).
+  const Tensor& forward_affine(Backend& backend, const Tensor& x, bool training);
+  const Tensor& conv_out() const { return conv_out_; }
+  bool fuses_forward() const { return bn_.fuses_forward(); }
   // dy is the gradient at the output and d_conv a buffer of the output's shape, for the
   // gradient at the convolution's output. Writes the parameter gradients, and the input
   // gradient into dx when given.
@@ -63,6 +68,9 @@ class ResidualBlock {
   const Tensor& out() const { return out_; }
 
  private:
+  // Whether the block ends in one pass (forward_tail): not with SyncBatchNorm.
+  bool fuses_tail() const;
+  void forward_tail(Backend& backend, const Tensor& in, const Tensor& x, bool training);
   int out_channels_;
   std::vector<ConvBn> main_;
   std::unique_ptr<ConvBn> shortcut_;

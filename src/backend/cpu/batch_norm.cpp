@@ -93,23 +93,46 @@ void batch_norm_sums(ThreadPool& pool, NormShape s, const T* x, double* sums) {
   sums[2 * s.c] = static_cast<double>(s.n * s.hw);
 }
 
+// The per-channel values of a training pass: gamma and beta in, the batch statistics kept and
+// the running ones updated.
 template <class T>
-void batch_norm_forward_from_sums(ThreadPool& pool, NormShape s, const T* x, const T* gamma,
-                                  const T* beta, const double* sums, double momentum, double eps,
-                                  bool relu, T* y, T* save_mean, T* save_invstd, T* running_mean,
-                                  T* running_var) {
+struct TrainChannels {
+  const T *gamma, *beta;
+  T *save_mean, *save_invstd, *running_mean, *running_var;
+};
+
+// Channel c's batch statistics from the forward sums [sum x, sum x^2, count]: keeps mean and
+// 1/std, updates the running statistics as PyTorch does (unbiased running variance), and
+// returns the affine map they give.
+template <class T>
+Affine<T> train_statistics(NormShape s, int64_t c, const double* sums, double momentum, double eps,
+                           const TrainChannels<T>& v) {
   const double count = sums[2 * s.c];
+  const double mean = sums[c] / count;
+  const double var = std::max(sums[s.c + c] / count - mean * mean, 0.0);
+  v.save_mean[c] = static_cast<T>(mean);
+  v.save_invstd[c] = static_cast<T>(1.0 / std::sqrt(var + eps));
+  const double unbiased = count > 1 ? var * count / (count - 1) : var;
+  v.running_mean[c] = static_cast<T>((1 - momentum) * v.running_mean[c] + momentum * mean);
+  v.running_var[c] = static_cast<T>((1 - momentum) * v.running_var[c] + momentum * unbiased);
+  return Affine<T>(v.gamma[c], v.beta[c], v.save_mean[c], v.save_invstd[c]);
+}
+
+// Channel c's affine map in evaluation, from the running statistics.
+template <class T>
+Affine<T> eval_statistics(int64_t c, const T* gamma, const T* beta, const T* running_mean,
+                          const T* running_var, double eps) {
+  const T invstd = static_cast<T>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps));
+  return Affine<T>(gamma[c], beta[c], running_mean[c], invstd);
+}
+
+template <class T>
+void batch_norm_forward_from_sums(ThreadPool& pool, NormShape s, const T* x, const double* sums,
+                                  double momentum, double eps, bool relu, const TrainChannels<T>& v,
+                                  T* y) {
   pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const double mean = sums[c] / count;
-      const double var = std::max(sums[s.c + c] / count - mean * mean, 0.0);
-      save_mean[c] = static_cast<T>(mean);
-      save_invstd[c] = static_cast<T>(1.0 / std::sqrt(var + eps));
-      const double unbiased = count > 1 ? var * count / (count - 1) : var;
-      running_mean[c] = static_cast<T>((1 - momentum) * running_mean[c] + momentum * mean);
-      running_var[c] = static_cast<T>((1 - momentum) * running_var[c] + momentum * unbiased);
-      apply_affine(s, c, x, Affine<T>(gamma[c], beta[c], save_mean[c], save_invstd[c]), relu, y);
-    }
+    for (int64_t c = c0; c < c1; ++c)
+      apply_affine(s, c, x, train_statistics(s, c, sums, momentum, eps, v), relu, y);
   });
 }
 
@@ -118,9 +141,32 @@ void batch_norm_forward_eval(ThreadPool& pool, NormShape s, const T* x, const T*
                              const T* beta, const T* running_mean, const T* running_var, double eps,
                              bool relu, T* y) {
   pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      apply_affine(s, c, x, eval_statistics(c, gamma, beta, running_mean, running_var, eps), relu,
+                   y);
+  });
+}
+
+template <class T>
+void store_affine(NormShape s, int64_t c, Affine<T> a, T* affine) {
+  affine[c] = a.scale;
+  affine[s.c + c] = a.shift;
+}
+
+// y = relu(x * scale + shift + r * r_scale + r_shift), with r_affine's map or, without it,
+// r_scale 1 and r_shift 0 (exact: r itself).
+template <class T>
+void batch_norm_add_relu(ThreadPool& pool, NormShape s, const T* x, const T* affine, const T* r,
+                         const T* r_affine, T* y) {
+  pool.parallel_for(s.c, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      const T invstd = static_cast<T>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps));
-      apply_affine(s, c, x, Affine<T>(gamma[c], beta[c], running_mean[c], invstd), relu, y);
+      const T scale = affine[c], shift = affine[s.c + c];
+      const T r_scale = r_affine ? r_affine[c] : T(1),
+              r_shift = r_affine ? r_affine[s.c + c] : T(0);
+      for_channel_planes(s, c, [&](int64_t at) {
+        for (int64_t i = at; i < at + s.hw; ++i)
+          y[i] = std::max(x[i] * scale + shift + (r[i] * r_scale + r_shift), T(0));
+      });
     }
   });
 }
@@ -231,10 +277,63 @@ void CpuBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& gam
   const auto s = norm_shape(x);
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
-    cpu::batch_norm_forward_from_sums<T>(pool_, s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                         sums.data<double>(), momentum, eps, relu, y.data<T>(),
-                                         save_mean.data<T>(), save_invstd.data<T>(),
-                                         running_mean.data<T>(), running_var.data<T>());
+    const cpu::TrainChannels<T> v{gamma.data<T>(),        beta.data<T>(),
+                                  save_mean.data<T>(),    save_invstd.data<T>(),
+                                  running_mean.data<T>(), running_var.data<T>()};
+    cpu::batch_norm_forward_from_sums<T>(pool_, s, x.data<T>(), sums.data<double>(), momentum, eps,
+                                         relu, v, y.data<T>());
+  });
+}
+
+void CpuBackend::batch_norm_train_affine(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         float momentum, float eps, Tensor& sums, Tensor& save_mean,
+                                         Tensor& save_invstd, Tensor& running_mean,
+                                         Tensor& running_var, Tensor& affine) {
+  const char* op = "batch_norm_train_affine";
+  check_norm(op, x, {}, {{"f64 sums", &sums, true}},
+             {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var});
+  check_shape(op, "affine", affine, {2 * x.dim(1)});
+  batch_norm_sums(x, sums);
+  const auto s = norm_shape(x);
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    const cpu::TrainChannels<T> v{gamma.data<T>(),        beta.data<T>(),
+                                  save_mean.data<T>(),    save_invstd.data<T>(),
+                                  running_mean.data<T>(), running_var.data<T>()};
+    for (int64_t c = 0; c < s.c; ++c)
+      cpu::store_affine(s, c, cpu::train_statistics(s, c, sums.data<double>(), momentum, eps, v),
+                        affine.data<T>());
+  });
+}
+
+void CpuBackend::batch_norm_eval_affine(const Tensor& gamma, const Tensor& beta,
+                                        const Tensor& running_mean, const Tensor& running_var,
+                                        float eps, Tensor& affine) {
+  const char* op = "batch_norm_eval_affine";
+  check_same_shape(op, gamma, beta);
+  check_shape(op, "affine", affine, {2 * gamma.numel()});
+  const cpu::NormShape s{1, gamma.numel(), 1};
+  dispatch_float(op, gamma, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t c = 0; c < s.c; ++c)
+      cpu::store_affine(s, c,
+                        cpu::eval_statistics(c, gamma.data<T>(), beta.data<T>(),
+                                             running_mean.data<T>(), running_var.data<T>(), eps),
+                        affine.data<T>());
+  });
+}
+
+void CpuBackend::batch_norm_add_relu(const Tensor& x, const Tensor& affine, const Tensor& r,
+                                     const Tensor* r_affine, Tensor& y) {
+  const char* op = "batch_norm_add_relu";
+  check_norm(op, x, {&r, &y}, {}, {});
+  check_shape(op, "affine", affine, {2 * x.dim(1)});
+  if (r_affine) check_shape(op, "shortcut affine", *r_affine, {2 * x.dim(1)});
+  const auto s = norm_shape(x);
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::batch_norm_add_relu<T>(pool_, s, x.data<T>(), affine.data<T>(), r.data<T>(),
+                                r_affine ? r_affine->data<T>() : nullptr, y.data<T>());
   });
 }
 

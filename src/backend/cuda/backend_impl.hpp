@@ -69,6 +69,14 @@ class CudaBackend final : public Backend {
                                      const Tensor& save_invstd, bool relu, const Tensor& local_sums,
                                      const Tensor& global_sums, double count, Tensor& dx,
                                      Tensor& dgamma, Tensor& dbeta) override;
+  void batch_norm_add_relu(const Tensor& x, const Tensor& affine, const Tensor& r,
+                           const Tensor* r_affine, Tensor& y) override;
+  void batch_norm_train_affine(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               float momentum, float eps, Tensor& sums, Tensor& save_mean,
+                               Tensor& save_invstd, Tensor& running_mean, Tensor& running_var,
+                               Tensor& affine) override;
+  void batch_norm_eval_affine(const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                              const Tensor& running_var, float eps, Tensor& affine) override;
   void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                 float momentum, float eps, bool relu, Tensor& sums, Tensor& y,
                                 Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
@@ -184,6 +192,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<ConvAlgoFile> algo_file_;  // null: searches are not kept
   Tensor workspace_;
   Tensor arrivals_;  // one u32, 0 between launches: launch_then_finish's count of blocks
+  unsigned* arrivals() { return static_cast<unsigned*>(arrivals_.raw()); }
   // The optimizer's runs, and their pieces for sum_squares_per_run, on the device: copied when
   // the runs change (once per run, as the optimizer keeps them).
   struct RunTable {

@@ -62,10 +62,6 @@ bool no_rows(NormDims d) {
   return d.rows == 0 || d.channels == 0;
 }
 
-unsigned* u32(Tensor& t) {
-  return static_cast<unsigned*>(t.raw());
-}
-
 // The gradient sums' functor for one backward pass.
 template <class T>
 kernels::GradientSums<T> gradient_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
@@ -115,7 +111,7 @@ void CudaBackend::batch_norm_sums(const Tensor& x, Tensor& sums) {
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
     const kernels::SumAndSquare<T> pair{static_cast<const T*>(x.raw())};
-    launch_channel_sums(op, pair, d, f64(partials), totals, u32(arrivals_), compute_);
+    launch_channel_sums(op, pair, d, f64(partials), totals, arrivals(), compute_);
   });
 }
 
@@ -136,33 +132,58 @@ void CudaBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& ga
   apply_affine(x, y, affine, relu);
 }
 
+void CudaBackend::batch_norm_train_affine(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          float momentum, float eps, Tensor& sums,
+                                          Tensor& save_mean, Tensor& save_invstd,
+                                          Tensor& running_mean, Tensor& running_var,
+                                          Tensor& affine) {
+  const char* op = "batch_norm_train_affine";
+  const NormDims d =
+      check_operands(op, x, {}, {{"f64 sums", &sums, true}},
+                     {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var});
+  check_shape(op, "affine", affine, {2 * int64_t{d.channels}});
+  check_dtype(op, {&affine}, DType::f32);
+  const kernels::TrainStats stats = train_stats(sums, d, momentum, eps, gamma, beta, save_mean,
+                                                save_invstd, running_mean, running_var, affine);
+  if (no_rows(d)) {
+    batch_norm_sums(x, sums);
+    launch_grid_stride(op, stats, d.channels, compute_);
+    return;
+  }
+  Tensor partials = scratch({partials_size(d)}, DType::f64);
+  const FinishStep<kernels::SumsWithCount> totals{
+      {column_sums(d, f64(partials), f64(sums)), static_cast<double>(d.rows)}, 2 * d.channels + 1};
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    const kernels::SumAndSquare<T> pair{static_cast<const T*>(x.raw())};
+    launch_channel_sums(op, pair, d, f64(partials), totals, arrivals(), compute_,
+                        FinishStep<kernels::TrainStats>{stats, d.channels});
+  });
+}
+
 void CudaBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                            float momentum, float eps, bool relu, Tensor& sums,
                                            Tensor& y, Tensor& save_mean, Tensor& save_invstd,
                                            Tensor& running_mean, Tensor& running_var) {
-  const char* op = "batch_norm_forward_train";
-  const NormDims d =
-      check_operands(op, x, {&y}, {{"f64 sums", &sums, true}},
-                     {&gamma, &beta, &save_mean, &save_invstd, &running_mean, &running_var});
-  if (no_rows(d)) {
-    Ops::batch_norm_forward_train(x, gamma, beta, momentum, eps, relu, sums, y, save_mean,
-                                  save_invstd, running_mean, running_var);
-    return;
-  }
-  Tensor partials = scratch({partials_size(d)}, DType::f64);
-  Tensor affine = scratch({2 * d.channels}, DType::f32);
-  const FinishStep<kernels::SumsWithCount> totals{
-      {column_sums(d, f64(partials), f64(sums)), static_cast<double>(d.rows)}, 2 * d.channels + 1};
-  const FinishStep<kernels::TrainStats> stats{
-      train_stats(sums, d, momentum, eps, gamma, beta, save_mean, save_invstd, running_mean,
-                  running_var, affine),
-      d.channels};
-  dispatch_float(op, x, [&](auto tag) {
-    using T = decltype(tag);
-    const kernels::SumAndSquare<T> pair{static_cast<const T*>(x.raw())};
-    launch_channel_sums(op, pair, d, f64(partials), totals, u32(arrivals_), compute_, stats);
-  });
+  check_same_shape("batch_norm_forward_train", x, y);
+  Tensor affine = scratch({2 * x.dim(1)}, DType::f32);
+  batch_norm_train_affine(x, gamma, beta, momentum, eps, sums, save_mean, save_invstd, running_mean,
+                          running_var, affine);
   apply_affine(x, y, affine, relu);
+}
+
+void CudaBackend::batch_norm_eval_affine(const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& running_mean, const Tensor& running_var,
+                                         float eps, Tensor& affine) {
+  const char* op = "batch_norm_eval_affine";
+  check_same_shape(op, gamma, beta);
+  check_dtype(op, {&gamma, &beta, &running_mean, &running_var, &affine}, DType::f32);
+  check_shape(op, "affine", affine, {2 * gamma.numel()});
+  const int channels = static_cast<int>(gamma.numel());
+  float* scale = f32(affine);
+  const kernels::EvalStats stats{
+      eps, f32(gamma), f32(beta), f32(running_mean), f32(running_var), scale, scale + channels};
+  launch_grid_stride(op, stats, channels, compute_);
 }
 
 void CudaBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -170,12 +191,29 @@ void CudaBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, 
                                           float eps, bool relu, Tensor& y) {
   const char* op = "batch_norm_forward_eval";
   const NormDims d = check_operands(op, x, {&y}, {}, {&gamma, &beta, &running_mean, &running_var});
-  Tensor affine = scratch({2 * d.channels}, DType::f32);
-  float* scale = f32(affine);
-  const kernels::EvalStats stats{
-      eps, f32(gamma), f32(beta), f32(running_mean), f32(running_var), scale, scale + d.channels};
-  launch_grid_stride(op, stats, d.channels, compute_);
+  Tensor affine = scratch({2 * int64_t{d.channels}}, DType::f32);
+  batch_norm_eval_affine(gamma, beta, running_mean, running_var, eps, affine);
   apply_affine(x, y, affine, relu);
+}
+
+void CudaBackend::batch_norm_add_relu(const Tensor& x, const Tensor& affine, const Tensor& r,
+                                      const Tensor* r_affine, Tensor& y) {
+  const char* op = "batch_norm_add_relu";
+  const NormDims d = check_operands(op, x, {&r, &y}, {}, {});
+  check_shape(op, "affine", affine, {2 * int64_t{d.channels}});
+  if (r_affine) check_shape(op, "shortcut affine", *r_affine, {2 * int64_t{d.channels}});
+  check_dtype(op, {&affine}, DType::f32);
+  if (r_affine) check_dtype(op, {r_affine}, DType::f32);
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    const kernels::NormAddRelu<T> body{static_cast<const T*>(x.raw()),
+                                       static_cast<const T*>(r.raw()),
+                                       static_cast<T*>(y.raw()),
+                                       d.channels,
+                                       f32(affine),
+                                       r_affine ? f32(*r_affine) : nullptr};
+    launch_grid_stride(op, body, x.numel(), compute_);
+  });
 }
 
 void CudaBackend::apply_affine(const Tensor& x, Tensor& y, const Tensor& affine, bool relu) {
@@ -209,7 +247,7 @@ void CudaBackend::batch_norm_backward_sums(const Tensor& x, const Tensor& dy, co
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
     const auto pair = gradient_sums<T>(x, dy, gamma, beta, save_mean, save_invstd, relu);
-    launch_channel_sums(op, pair, d, f64(partials), totals, u32(arrivals_), compute_);
+    launch_channel_sums(op, pair, d, f64(partials), totals, arrivals(), compute_);
   });
 }
 
@@ -255,7 +293,7 @@ void CudaBackend::batch_norm_backward(const Tensor& x, const Tensor& dy, const T
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
     const auto pair = gradient_sums<T>(x, dy, gamma, beta, save_mean, save_invstd, relu);
-    launch_channel_sums(op, pair, d, f64(partials), totals, u32(arrivals_), compute_, per_channel);
+    launch_channel_sums(op, pair, d, f64(partials), totals, arrivals(), compute_, per_channel);
   });
   apply_input_grad(x, dy, save_mean, save_invstd, table, relu, dx);
 }

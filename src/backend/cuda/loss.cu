@@ -1,5 +1,6 @@
 // Softmax cross-entropy with label smoothing and the accuracy count: one index per row writes
-// the row's value, then one ordered sum over the rows (the same bits on every run). The bodies
+// the row's value, then one ordered sum over the rows (the same bits on every run), by the
+// launch's last block. The bodies
 // are in ringtrain/backend/kernels/loss.hpp, where the unit tests run them on the host.
 #include <utility>
 #include <vector>
@@ -12,14 +13,17 @@
 namespace ringtrain::cuda {
 namespace {
 
-// The sum of values[0, n) in index order into *total, by one thread.
+// The sum of values[0, n) in index order into *total, by one thread: a finishing step.
 template <class V>
-void launch_row_sum(const char* op, const V* values, int n, V* total, cudaStream_t s) {
-  launch_grid_stride(op, kernels::ColumnSums<V, V>{values, n, 1, total}, 1, s);
+FinishStep<kernels::ColumnSums<V, V>> row_sum(const V* values, int n, V* total) {
+  return {{values, n, 1, total}, 1};
 }
 
 }  // namespace
 
+// Note: one launch per batch. Its rows write their loss (and the gradient) and, when asked,
+// whether they are correct; its last block then adds the rows in order and finds the first bad
+// label (launch_then_finish).
 void CudaBackend::launch_loss(const char* op, const Tensor& logits, const Tensor& labels,
                               float smoothing, Tensor* dlogits, double grad_scale,
                               const LossOutputs& out) {
@@ -27,25 +31,26 @@ void CudaBackend::launch_loss(const char* op, const Tensor& logits, const Tensor
   if (dlogits) check_same_shape(op, logits, *dlogits);
   const int n = static_cast<int>(logits.dim(0)), classes = static_cast<int>(logits.dim(1));
   const int* label = static_cast<const int*>(labels.raw());
-  Tensor row_loss = scratch({n}, DType::f64);
+  Tensor row_loss = scratch({n}, DType::f64), row_correct = scratch({n}, DType::i32);
   double* row_loss_p = static_cast<double*>(row_loss.raw());
+  int* row_correct_p = static_cast<int*>(row_correct.raw());
+  const auto loss_total = row_sum(static_cast<const double*>(row_loss_p), n, out.loss_sum);
+  const FinishStep<kernels::FirstBadLabel> first_bad{{label, n, classes, out.bad_row}, 1};
   dispatch_float(op, logits, [&](auto tag) {
     using T = decltype(tag);
+    const T* z = static_cast<const T*>(logits.raw());
     T* grad = dlogits ? static_cast<T*>(dlogits->raw()) : nullptr;
-    const kernels::SoftmaxCrossEntropyRow<T> body{static_cast<const T*>(logits.raw()),
-                                                  label,
-                                                  n,
-                                                  classes,
-                                                  smoothing,
-                                                  grad,
-                                                  grad_scale,
-                                                  row_loss_p};
-    launch_grid_stride(op, body, n, compute_);
+    const kernels::SoftmaxCrossEntropyRow<T> rows{z,         label, n,          classes,
+                                                  smoothing, grad,  grad_scale, row_loss_p};
+    if (!out.correct) {
+      launch_then_finish(op, rows, n, arrivals(), compute_, loss_total, first_bad);
+      return;
+    }
+    const kernels::RowCorrect<T> correct{z, label, classes, row_correct_p};
+    launch_then_finish(op, kernels::Both<decltype(rows), decltype(correct)>{rows, correct}, n,
+                       arrivals(), compute_, loss_total, first_bad,
+                       row_sum(static_cast<const int*>(row_correct_p), n, out.correct));
   });
-  launch_row_sum(op, static_cast<const double*>(row_loss_p), n, out.loss_sum, compute_);
-  const kernels::FirstBadLabel check{label, n, classes, out.bad_row};
-  launch_grid_stride(op, check, 1, compute_);
-  if (out.correct) launch_count_correct(op, logits, labels, out.correct);
 }
 
 void CudaBackend::launch_count_correct(const char* op, const Tensor& logits, const Tensor& labels,
@@ -59,9 +64,9 @@ void CudaBackend::launch_count_correct(const char* op, const Tensor& logits, con
     const kernels::RowCorrect<T> body{static_cast<const T*>(logits.raw()),
                                       static_cast<const int*>(labels.raw()), classes,
                                       row_correct_p};
-    launch_grid_stride(op, body, n, compute_);
+    launch_then_finish(op, body, n, arrivals(), compute_,
+                       row_sum(static_cast<const int*>(row_correct_p), n, correct));
   });
-  launch_row_sum(op, static_cast<const int*>(row_correct_p), n, correct, compute_);
 }
 
 void CudaBackend::check_bad_row(const char* op, int bad_row, int classes) {

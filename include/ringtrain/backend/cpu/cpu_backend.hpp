@@ -70,6 +70,14 @@ class CpuBackend final : public Backend {
   void batch_norm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                 const Tensor& beta, const Tensor& save_mean,
                                 const Tensor& save_invstd, bool relu, Tensor& sums) override;
+  void batch_norm_add_relu(const Tensor& x, const Tensor& affine, const Tensor& r,
+                           const Tensor* r_affine, Tensor& y) override;
+  void batch_norm_train_affine(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               float momentum, float eps, Tensor& sums, Tensor& save_mean,
+                               Tensor& save_invstd, Tensor& running_mean, Tensor& running_var,
+                               Tensor& affine) override;
+  void batch_norm_eval_affine(const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                              const Tensor& running_var, float eps, Tensor& affine) override;
   void batch_norm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                      const Tensor& beta, const Tensor& save_mean,
                                      const Tensor& save_invstd, bool relu, const Tensor& local_sums,

@@ -159,6 +159,23 @@ struct ChannelAffine {
   }
 };
 
+// Over rows * C: the end of a residual block, y = relu(x * scale + shift + s), with s the
+// shortcut r mapped by its batch norm's affine (r_affine) or, without one, r itself.
+template <class T>
+struct NormAddRelu {
+  const T *x, *r;
+  T* y;
+  int channels;
+  const float *affine, *r_affine;
+  RT_HOST_DEVICE void operator()(int64_t i) const {
+    const int c = static_cast<int>(i % channels);
+    const float v = to_float(x[i]) * affine[c] + affine[channels + c];
+    const float s =
+        r_affine ? to_float(r[i]) * r_affine[c] + r_affine[channels + c] : to_float(r[i]);
+    y[i] = from_float<T>(fmaxf(v + s, 0.f));
+  }
+};
+
 // Over C: dbeta += sum g and dgamma += sum g * xhat from this rank's backward sums, into the
 // f32 gradients; and what dx needs per channel from the (possibly all-reduced) global sums over
 // `count` values, into table = [scale (C), shift (C), mean g (C), mean g * xhat (C)], where

@@ -26,6 +26,17 @@ RT_HOST_DEVICE inline GridStride grid_stride(int64_t block, int64_t thread, int6
   return {block * block_dim + thread, block_dim * grid_dim};
 }
 
+// Two bodies over the same indices as one: a(i), then b(i).
+template <class A, class B>
+struct Both {
+  A a;
+  B b;
+  RT_HOST_DEVICE void operator()(int64_t i) const {
+    a(i);
+    b(i);
+  }
+};
+
 // One step of a launch that finishes with its last block (launch_then_finish in the CUDA
 // backend): body over [0, n), walked by that one block.
 template <class Body>
