@@ -56,6 +56,21 @@ kernels::ColumnSums<double, double> column_sums(NormDims d, const double* partia
   return {partials, kernels::channel_chunks(d.rows).chunks, 2 * d.channels, sums};
 }
 
+// The forward sums of x into sums = [sum x (C), sum x^2 (C), count], through `partials`
+// (partials_size(d) values), in one launch whose last block then runs `more`.
+template <class... More>
+void launch_forward_sums(const char* op, const Tensor& x, NormDims d, const Tensor& partials,
+                         Tensor& sums, unsigned* arrivals, cudaStream_t s,
+                         const FinishStep<More>&... more) {
+  const FinishStep<kernels::SumsWithCount> totals{
+      {column_sums(d, f64(partials), f64(sums)), static_cast<double>(d.rows)}, 2 * d.channels + 1};
+  dispatch_float(op, x, [&](auto tag) {
+    using T = decltype(tag);
+    const kernels::SumAndSquare<T> pair{static_cast<const T*>(x.raw())};
+    launch_channel_sums(op, pair, d, f64(partials), totals, arrivals, s, more...);
+  });
+}
+
 // Note: an empty input (no rows, or no channels) sums to zero, as on the CPU, with no launch
 // over its rows; the steps after the sums then run as a plain launch.
 bool no_rows(NormDims d) {
@@ -105,14 +120,8 @@ void CudaBackend::batch_norm_sums(const Tensor& x, Tensor& sums) {
     RT_CUDA_CHECK(cudaMemsetAsync(sums.raw(), 0, sums.nbytes(), compute_));
     return;
   }
-  Tensor partials = scratch({partials_size(d)}, DType::f64);
-  const FinishStep<kernels::SumsWithCount> totals{
-      {column_sums(d, f64(partials), f64(sums)), static_cast<double>(d.rows)}, 2 * d.channels + 1};
-  dispatch_float(op, x, [&](auto tag) {
-    using T = decltype(tag);
-    const kernels::SumAndSquare<T> pair{static_cast<const T*>(x.raw())};
-    launch_channel_sums(op, pair, d, f64(partials), totals, arrivals(), compute_);
-  });
+  const Tensor partials = scratch({partials_size(d)}, DType::f64);
+  launch_forward_sums(op, x, d, partials, sums, arrivals(), compute_);
 }
 
 void CudaBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& gamma,
@@ -150,15 +159,9 @@ void CudaBackend::batch_norm_train_affine(const Tensor& x, const Tensor& gamma, 
     launch_grid_stride(op, stats, d.channels, compute_);
     return;
   }
-  Tensor partials = scratch({partials_size(d)}, DType::f64);
-  const FinishStep<kernels::SumsWithCount> totals{
-      {column_sums(d, f64(partials), f64(sums)), static_cast<double>(d.rows)}, 2 * d.channels + 1};
-  dispatch_float(op, x, [&](auto tag) {
-    using T = decltype(tag);
-    const kernels::SumAndSquare<T> pair{static_cast<const T*>(x.raw())};
-    launch_channel_sums(op, pair, d, f64(partials), totals, arrivals(), compute_,
-                        FinishStep<kernels::TrainStats>{stats, d.channels});
-  });
+  const Tensor partials = scratch({partials_size(d)}, DType::f64);
+  launch_forward_sums(op, x, d, partials, sums, arrivals(), compute_,
+                      FinishStep<kernels::TrainStats>{stats, d.channels});
 }
 
 void CudaBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
