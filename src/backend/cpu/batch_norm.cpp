@@ -101,6 +101,13 @@ struct TrainChannels {
   T *save_mean, *save_invstd, *running_mean, *running_var;
 };
 
+template <class T>
+TrainChannels<T> train_channels(const Tensor& gamma, const Tensor& beta, Tensor& save_mean,
+                                Tensor& save_invstd, Tensor& running_mean, Tensor& running_var) {
+  return {gamma.data<T>(),       beta.data<T>(),         save_mean.data<T>(),
+          save_invstd.data<T>(), running_mean.data<T>(), running_var.data<T>()};
+}
+
 // Channel c's batch statistics from the forward sums [sum x, sum x^2, count]: keeps mean and
 // 1/std, updates the running statistics as PyTorch does (unbiased running variance), and
 // returns the affine map they give.
@@ -277,9 +284,8 @@ void CpuBackend::batch_norm_forward_from_sums(const Tensor& x, const Tensor& gam
   const auto s = norm_shape(x);
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
-    const cpu::TrainChannels<T> v{gamma.data<T>(),        beta.data<T>(),
-                                  save_mean.data<T>(),    save_invstd.data<T>(),
-                                  running_mean.data<T>(), running_var.data<T>()};
+    const auto v =
+        cpu::train_channels<T>(gamma, beta, save_mean, save_invstd, running_mean, running_var);
     cpu::batch_norm_forward_from_sums<T>(pool_, s, x.data<T>(), sums.data<double>(), momentum, eps,
                                          relu, v, y.data<T>());
   });
@@ -297,9 +303,8 @@ void CpuBackend::batch_norm_train_affine(const Tensor& x, const Tensor& gamma, c
   const auto s = norm_shape(x);
   dispatch_float(op, x, [&](auto tag) {
     using T = decltype(tag);
-    const cpu::TrainChannels<T> v{gamma.data<T>(),        beta.data<T>(),
-                                  save_mean.data<T>(),    save_invstd.data<T>(),
-                                  running_mean.data<T>(), running_var.data<T>()};
+    const auto v =
+        cpu::train_channels<T>(gamma, beta, save_mean, save_invstd, running_mean, running_var);
     for (int64_t c = 0; c < s.c; ++c)
       cpu::store_affine(s, c, cpu::train_statistics(s, c, sums.data<double>(), momentum, eps, v),
                         affine.data<T>());
