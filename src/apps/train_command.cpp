@@ -129,6 +129,9 @@ void add_device_flags(CLI::App& cmd, TrainConfig& c, JobFlags& job) {
   add_choice(cmd, "--amp", c.amp, "CUDA compute dtype: bf16, fp16 (dynamic loss scaling) or off");
   add_switch(cmd, "--deterministic", c.deterministic,
              "CUDA: bit-identical repeats (cuDNN algorithms by rank, not timing)");
+  add_switch(cmd, "--cuda-graph", c.cuda_graph,
+             "CUDA: each training step captured once as a CUDA graph and replayed, one launch a "
+             "step (one GPU per process, --amp bf16 or off, --accum-steps 1)");
   add_setting(cmd, "--conv-algo-cache", c.conv_algo_cache,
               "CUDA: the file that keeps cuDNN's algorithm searches for later runs on the same GPU "
               "model and cuDNN (default: conv_algos.json in --checkpoint-dir; none: search in "

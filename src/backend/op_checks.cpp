@@ -1,6 +1,7 @@
 #include "ringtrain/backend/op_checks.hpp"
 
 #include <tuple>
+#include <variant>
 
 namespace ringtrain {
 
@@ -91,18 +92,20 @@ void check_runs(const char* op, const std::vector<DecayRun>& runs, int64_t n) {
   RT_CHECK(!runs.empty() && next == n, op, ": the runs cover ", next, " of ", n, " elements");
 }
 
-void check_update(const char* op, const UpdateRule& rule, const std::vector<DecayRun>& runs,
+void check_update(const char* op, const DeviceRule& rule, const std::vector<DecayRun>& runs,
                   const Tensor& params, const Tensor& grads, const std::vector<Tensor*>& state,
                   const Tensor& run_values) {
+  RT_CHECK(rule.kind < std::variant_size_v<UpdateRule>, op, ": no update rule number ", rule.kind);
   check_runs(op, runs, params.numel());
   RT_CHECK(grads.numel() == params.numel(), op, ": gradients ", grads.describe(),
            " do not match the parameters ", params.describe());
-  const auto [name, state_count, values_per_run] = std::visit(
-      [](const auto& h) {
-        using H = std::decay_t<decltype(h)>;
-        return std::tuple<const char*, int, int>{H::kName, H::kState, H::kRunValues};
-      },
-      rule);
+  const auto [name, state_count, values_per_run, bytes] = visit_rule_type(rule.kind, [](auto h) {
+    using H = decltype(h);
+    return std::tuple<const char*, int, int, int64_t>{H::kName, H::kState, H::kRunValues,
+                                                      static_cast<int64_t>(sizeof(H))};
+  });
+  RT_CHECK(rule.hyper.dtype() == DType::u8 && rule.hyper.numel() >= bytes, op, ": ", name,
+           " reads its hyper-parameters from ", bytes, " bytes, got ", rule.hyper.describe());
   RT_CHECK(static_cast<int>(state.size()) == state_count, op, ": ", name, " keeps ", state_count,
            " state tensor(s), got ", state.size());
   for (const Tensor* s : state) {

@@ -18,10 +18,13 @@ AdamW::AdamW(ParameterSet& params, Backend& backend, const OptimizerConfig& conf
               "adamw: --nesterov is SGD's; AdamW has no Nesterov momentum");
 }
 
-void AdamW::update(float lr, float grad_scale) {
-  apply(AdamWHyper::at(steps(), lr, config_.beta1, config_.beta2, config_.adam_eps,
-                       config_.weight_decay, grad_scale),
-        runs_);
+UpdateRule AdamW::rule(float lr, float grad_scale) const {
+  return AdamWHyper::at(steps(), lr, config_.beta1, config_.beta2, config_.adam_eps,
+                        config_.weight_decay, grad_scale);
+}
+
+void AdamW::update_parameters() {
+  apply(runs_);
 }
 
 }  // namespace ringtrain

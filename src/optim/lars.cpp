@@ -19,15 +19,19 @@ Lars::Lars(ParameterSet& params, Backend& backend, const OptimizerConfig& config
               config.lars_epsilon);
 }
 
-void Lars::update(float lr, float grad_scale) {
+UpdateRule Lars::rule(float lr, float grad_scale) const {
+  return LarsHyper{
+      lr,        config_.momentum, config_.weight_decay, config_.lars_eta, config_.lars_epsilon,
+      grad_scale};
+}
+
+void Lars::update_parameters() {
   const auto runs = static_cast<int64_t>(runs_.size());
   Tensor weight_sums = run_values_.slice(0, {runs});
   Tensor grad_sums = run_values_.slice(runs, {runs});
   backend_.sum_squares_per_run(params_.flat_params(), runs_, weight_sums);
   backend_.sum_squares_per_run(params_.flat_grads(), runs_, grad_sums);
-  apply(LarsHyper{lr, config_.momentum, config_.weight_decay, config_.lars_eta,
-                  config_.lars_epsilon, grad_scale},
-        runs_, run_values_);
+  apply(runs_, run_values_);
 }
 
 }  // namespace ringtrain

@@ -9,15 +9,26 @@ const std::vector<std::string>& state_names(OptimizerKind kind) {
 }
 
 Optimizer::Optimizer(ParameterSet& params, Backend& backend, OptimizerKind kind)
-    : params_(params), backend_(backend) {
+    : params_(params), backend_(backend), hyper_(backend.zeros({hyper_bytes()}, DType::u8)) {
   const Tensor& flat = params.flat_params();
   for (const std::string& name : state_names(kind))
     state_.push_back({name, backend.zeros(flat.shape(), flat.dtype())});
 }
 
 void Optimizer::step(float lr, float grad_scale) {
+  prepare(lr, grad_scale);
+  update();
+}
+
+void Optimizer::prepare(float lr, float grad_scale) {
   ++steps_;
-  update(lr, grad_scale);
+  kind_ = write_rule(backend_, rule(lr, grad_scale), hyper_).kind;
+  prepared_ = true;
+}
+
+void Optimizer::update() {
+  RT_CHECK(prepared_, "optimizer ", to_string(kind()), ": update() before any prepare()");
+  update_parameters();
   params_.refresh_weights(backend_);
 }
 
@@ -32,12 +43,11 @@ void Optimizer::set_steps(int64_t steps) {
   steps_ = steps;
 }
 
-void Optimizer::apply(const UpdateRule& rule, const std::vector<DecayRun>& runs,
-                      const Tensor& run_values) {
+void Optimizer::apply(const std::vector<DecayRun>& runs, const Tensor& run_values) {
   std::vector<Tensor*> tensors;
   for (OptimizerState& s : state_) tensors.push_back(&s.flat);
-  backend_.optimizer_step(rule, runs, params_.flat_params(), params_.flat_grads(), tensors,
-                          run_values);
+  backend_.optimizer_step(DeviceRule{kind_, hyper_}, runs, params_.flat_params(),
+                          params_.flat_grads(), tensors, run_values);
 }
 
 }  // namespace ringtrain

@@ -14,8 +14,12 @@ Sgd::Sgd(ParameterSet& params, Backend& backend, const OptimizerConfig& config)
               "sgd: --nesterov needs a positive --momentum");
 }
 
-void Sgd::update(float lr, float grad_scale) {
-  apply(SgdHyper{lr, config_.momentum, config_.weight_decay, config_.nesterov, grad_scale}, runs_);
+UpdateRule Sgd::rule(float lr, float grad_scale) const {
+  return SgdHyper{lr, config_.momentum, config_.weight_decay, config_.nesterov, grad_scale};
+}
+
+void Sgd::update_parameters() {
+  apply(runs_);
 }
 
 }  // namespace ringtrain

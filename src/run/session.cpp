@@ -141,6 +141,12 @@ void TrainSession::build_loaders() {
   test_loader.emplace(data.test, *test_transform, test_sampler, test_config, backend());
   profiler.emplace(backend(), config.profile);
   train_batches.emplace(*train_source.batches, backend(), &*profiler, train_source.augment);
+  if (config.cuda_graph) {
+    RT_CHECK_AS(ConfigError, world.size() == 1,
+                "config: --cuda-graph does not capture DDP's all-reduces yet: run one rank, or "
+                "drop --cuda-graph");
+    graph.emplace(backend());
+  }
   test_batches.emplace(*test_loader, backend(), nullptr, train_source.augment);
   const bool cuda = config.device == DeviceKind::cuda;
   gpu_monitor.emplace(cuda ? gpus_in_use() : std::vector<std::string>{});

@@ -8,7 +8,27 @@
 
 namespace ringtrain {
 
+namespace {
+
+// --cuda-graph's step (one micro-batch, no fp16 finite check): its device work is what
+// StepGraph captures; the learning rate goes to the device before it (Optimizer::prepare).
+void graphed_step(TrainSession& s, double lr) {
+  const DeviceBatch* batch = s.train_batches->next();
+  RT_CHECK(batch, "train: the loader ran out of batches in the middle of a step");
+  s.optimizer->prepare(static_cast<float>(lr));
+  const LossSettings loss{s.config.label_smoothing, 1.0};
+  s.graph->run(*batch, *s.profiler, [&](const DeviceBatch& in, StepProfiler* profiler) {
+    s.model().parameters().zero_grad(s.backend());
+    s.strategy->forward_backward(in, loss, true, profiler);
+    if (profiler) profiler->start(Phase::optimizer);
+    s.optimizer->update();
+  });
+}
+
+}  // namespace
+
 void train_step(TrainSession& s, double lr, int64_t step) {
+  if (s.graph) return graphed_step(s, lr);
   const int k = s.config.accum_steps;
   const double loss_scale = s.scaler->scale();
   // Note: each micro-batch's loss is divided by k, so the accumulated gradient is that of the

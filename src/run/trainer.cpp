@@ -102,6 +102,7 @@ bool run_epoch(TrainSession& s, int64_t epoch, RunPosition& at, LossBook& losses
                TrainResult& result) {
   const int64_t skipped = epoch == at.epoch ? at.batch_in_epoch : 0;
   s.train_batches->start_epoch(epoch);
+  if (s.graph) s.graph->reset();   // evaluation may have sized the activations anew
   s.train_batches->skip(skipped);  // resumed in the middle of this epoch
   const auto start = Clock::now();
   EpochTally& tally = losses.tally;

@@ -85,6 +85,25 @@ DType compute_dtype(Precision p) {
   throw Error("compute_dtype: unknown precision");
 }
 
+namespace {
+
+// --cuda-graph captures one micro-batch's step on one GPU, reading no value back.
+void check_cuda_graph(const TrainConfig& c) {
+  if (!c.cuda_graph) return;
+  RT_CHECK_AS(ConfigError, c.device == DeviceKind::cuda,
+              "config: --cuda-graph is for --device cuda (the CPU runs no graphs); drop it");
+  RT_CHECK_AS(ConfigError, c.amp != Precision::fp16,
+              "config: --cuda-graph needs --amp bf16 or f32: fp16's loss scaling reads the "
+              "gradients' finite check back every step");
+  RT_CHECK_AS(ConfigError, c.accum_steps == 1,
+              "config: --cuda-graph captures one micro-batch a step; drop --accum-steps ",
+              c.accum_steps, " or --cuda-graph");
+  RT_CHECK_AS(ConfigError, c.mode != Mode::dp,
+              "config: --cuda-graph drives one GPU per process; drop --mode dp or --cuda-graph");
+}
+
+}  // namespace
+
 void TrainConfig::validate() const {
   check_numbers(*this);
   RT_CHECK_AS(ConfigError, mode != Mode::dp || (devices > 0 && batch_size % devices == 0),
@@ -110,6 +129,7 @@ void TrainConfig::validate() const {
   RT_CHECK_AS(ConfigError, init_from.empty() || resume == ResumeFrom::none,
               "config: --init-from starts a new run from a file's weights, --resume continues a "
               "run (weights, optimizer state and position): choose one");
+  check_cuda_graph(*this);
   resnet_layout(model.depth);
 }
 

@@ -48,7 +48,8 @@ STAGES=(
   tests:60    # 43 tests in one process, those that did not pass alone, reruns capped: 5 s
   memcheck:30 # a probe of one test, then 9 f32 op tests under memcheck: 2 s
   cifar10:40  # untar, import 60,000 JPEGs on 16 cores, 1 epoch of ResNet-18 b256 + eval: 7 s
-  resnet50:75 # bench_train_gpu 3 x 40 steps, synth 25,600 images, 2 x 2 epochs train: 37 s
+  resnet50:75 # bench_train_gpu 3 x 40 steps, synth 25,600 images, 3 x 2 epochs train (one with
+              # --cuda-graph, not yet timed): 37 s without it
   dp:20       # 20 steps of 2 replicas x 128, ResNet-50, one GPU: 5 s
   pytorch:60  # import torch twice, 40 eager steps of ResNet-50 b256 (cudnn.benchmark): ~22 s
   mpi:20      # mpirun -np 1, 20 steps of ResNet-18 b256 on synthetic data: 5 s

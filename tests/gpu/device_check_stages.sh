@@ -341,10 +341,12 @@ stage_cifar10() {
 # ringtrain train on the synthetic set with W loader threads, 2 epochs; prints the second
 # epoch's img/s and mean GPU utilisation in % ("?" where not measured) from the metrics file.
 loader_rate() {
-  local w=$1 metrics="$LOGS/resnet50_workers$1.jsonl"
-  echo "-- ringtrain train, real loader, --workers $w" >&2
+  local w=$1
+  shift
+  local metrics="$LOGS/resnet50_workers$w${1:+_graph}.jsonl"
+  echo "-- ringtrain train, real loader, --workers $w $*" >&2
   (cd "$WORK" && train_cuda --data "$WORK/synth.h5" --depth 50 --batch-size 256 --amp bf16 \
-    --workers "$w" --epochs 2 --no-eval --metrics "$metrics") >&2 || return 1
+    --workers "$w" --epochs 2 --no-eval --metrics "$metrics" "$@") >&2 || return 1
   python3 - "$metrics" <<'EOF'
 import json, sys
 last = [json.loads(l) for l in open(sys.argv[1])][-1]
@@ -375,7 +377,7 @@ loader_perf() {
 stage_resnet50() {
   need_bin bench_train_gpu
   need_bin ringtrain
-  local n on_device zero many
+  local n on_device zero many graph
   n=$(workers)
   echo "-- bench_train_gpu (on-device data, the loader, the loader with GPU augmentation)"
   within "$BIN/bench_train_gpu" --depth 50 --batch-size 256 --amp bf16 --workers "$n" \
@@ -392,6 +394,10 @@ stage_resnet50() {
   many=$(loader_rate "$n") || fail "ringtrain train --workers $n failed"
   many=$(loader_perf "$n" "$many")
   key "on-device $on_device img/s; loader, 0 workers: $zero; $n workers: $many"
+  graph=$(loader_rate "$n" --cuda-graph) || fail "ringtrain train --cuda-graph failed"
+  graph=$(loader_perf "$n --cuda-graph" "$graph")
+  key "on-device $on_device img/s; loader, 0 workers: $zero; $n workers: $many; with" \
+    "--cuda-graph: $graph"
 }
 
 # Note: two replicas share GPU 0 (--dp-share-device), so the stage runs on a one-GPU machine;

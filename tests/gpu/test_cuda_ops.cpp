@@ -391,8 +391,11 @@ TEST_P(CudaOps, EveryUpdateRuleOverRunsWithComputeDtypeGradients) {
       gpu_->sum_squares_per_run(g_dev, runs, dg);
       EXPECT_LE(max_rel_diff(download(*gpu_, values_dev), values), 1e-5) << "sums of squares";
     }
-    cpu_.optimizer_step(rule, runs, w, g, sp, values);
-    gpu_->optimizer_step(rule, runs, w_dev, g_dev, sp_dev, values_dev);
+    Tensor hyper = Tensor::zeros({hyper_bytes()}, DType::u8);
+    Tensor hyper_dev = gpu_->zeros({hyper_bytes()}, DType::u8);
+    cpu_.optimizer_step(write_rule(cpu_, rule, hyper), runs, w, g, sp, values);
+    gpu_->optimizer_step(write_rule(*gpu_, rule, hyper_dev), runs, w_dev, g_dev, sp_dev,
+                         values_dev);
     const char* name =
         std::visit([](const auto& h) { return std::decay_t<decltype(h)>::kName; }, rule);
     EXPECT_LE(max_rel_diff(download(*gpu_, w_dev), w), 1e-5) << name;

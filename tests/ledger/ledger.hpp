@@ -24,6 +24,12 @@ struct Counts {
   int64_t allocations = 0;  // cudaMalloc, cudaMallocHost, cudaHostAlloc
   int64_t descriptors = 0;  // cuDNN descriptor creations and settings
   int64_t copies = 0;       // cudaMemcpyAsync, cudaMemcpyPeerAsync, cudaMemsetAsync
+  // Stream capture: kernel launches, device library calls and copies recorded into a graph
+  // (between cudaStreamBeginCapture and cudaStreamEndCapture: not counted above), and graphs
+  // launched. A call that would break a capture (a wait, an allocation, a copy from or to the
+  // host) throws instead, naming itself.
+  int64_t captured = 0;
+  int64_t graph_launches = 0;
 
   // Launches whose kernel name contains `part`.
   int64_t launches_of(const std::string& part) const;
@@ -36,8 +42,8 @@ void reset();
 // The compute capability the stand-in device reports (default 7.5).
 void set_compute_capability(int major, int minor);
 
-// For the stand-in libraries: a call counted under its name (`work`: it runs on the device),
-// and a cuDNN descriptor's creation or setting.
+// For the stand-in libraries: a call counted under its name (`work`: it runs on the device,
+// or is captured), and a cuDNN descriptor's creation or setting.
 void count_call(const char* name, bool work);
 void count_descriptor(const char* name);
 

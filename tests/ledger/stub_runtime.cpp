@@ -8,6 +8,8 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 #include "ledger.hpp"
 
@@ -27,6 +29,9 @@ int cc_major = 7, cc_minor = 5;
 // the last reset waits for an earlier step's work, not for this one's.
 std::map<cudaEvent_t, int64_t> recorded_in;
 int64_t resets = 0;
+// Between cudaStreamBeginCapture and cudaStreamEndCapture on this thread: the backend captures
+// in thread-local mode, where other threads (the loader's) may still allocate and free.
+thread_local bool capturing = false;
 
 // Handles for streams and events: distinct addresses that are never dereferenced.
 char handles[4096];
@@ -45,7 +50,19 @@ std::string demangled(const char* name) {
   return status == 0 && out ? std::string(out.get()) : std::string(name);
 }
 
+// A call that would break a stream capture: an error, as CUDA gives one.
+void refuse_in_capture(const char* call) {
+  if (capturing)
+    throw std::logic_error(std::string("launch ledger: ") + call + " while a stream is captured");
+}
+
+// Device work: recorded into the graph while capturing, counted in `field` otherwise.
+void count_work(int64_t Counts::*field) {
+  ++(capturing ? state.captured : state.*field);
+}
+
 void* host_memory(size_t bytes) {
+  refuse_in_capture("an allocation");
   const std::lock_guard<std::mutex> lock(mutex);
   ++state.allocations;
   return std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
@@ -53,7 +70,7 @@ void* host_memory(size_t bytes) {
 
 void count(int64_t Counts::*field) {
   const std::lock_guard<std::mutex> lock(mutex);
-  ++(state.*field);
+  count_work(field);
 }
 
 }  // namespace
@@ -83,7 +100,7 @@ void set_compute_capability(int major, int minor) {
 void count_call(const char* name, bool work) {
   const std::lock_guard<std::mutex> lock(mutex);
   ++state.calls[name];
-  if (work) ++state.library_work;
+  if (work) count_work(&Counts::library_work);
 }
 
 void count_descriptor(const char* name) {
@@ -120,6 +137,10 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* fun) {
 }
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3, dim3, void**, size_t, cudaStream_t) {
   const std::lock_guard<std::mutex> lock(mutex);
+  if (capturing) {
+    ++state.captured;
+    return cudaSuccess;
+  }
   ++state.launches;
   const auto name = kernel_names().find(reinterpret_cast<const void*>(kernel));
   ++state.kernels[name == kernel_names().end() ? std::string("unregistered") : name->second];
@@ -180,6 +201,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
+  refuse_in_capture("cudaFree");
   std::free(p);
   return cudaSuccess;
 }
@@ -192,11 +214,13 @@ cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned) {
   return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* p) {
+  refuse_in_capture("cudaFreeHost");
   std::free(p);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind,
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t) {
+  if (kind != cudaMemcpyDeviceToDevice) refuse_in_capture("a copy from or to the host");
   std::memmove(dst, src, bytes);
   count(&Counts::copies);
   return cudaSuccess;
@@ -220,6 +244,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  refuse_in_capture("cudaStreamSynchronize");
   count(&Counts::host_waits);
   return cudaSuccess;
 }
@@ -243,9 +268,11 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t) {
+  refuse_in_capture("cudaEventQuery");
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  refuse_in_capture("cudaEventSynchronize");
   const std::lock_guard<std::mutex> lock(mutex);
   const auto recorded = recorded_in.find(event);
   if (recorded != recorded_in.end() && recorded->second < resets) {
@@ -256,7 +283,35 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return cudaSuccess;
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
+  refuse_in_capture("cudaEventElapsedTime");
   *ms = 0.125f;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+  refuse_in_capture("cudaStreamBeginCapture");
+  capturing = true;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t* graph) {
+  if (!capturing) throw std::logic_error("launch ledger: cudaStreamEndCapture without a capture");
+  capturing = false;
+  *graph = new_handle<cudaGraph_t>();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t, unsigned long long) {
+  *exec = new_handle<cudaGraphExec_t>();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) {
+  refuse_in_capture("cudaGraphLaunch");
+  count(&Counts::graph_launches);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t) {
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) {
   return cudaSuccess;
 }
 

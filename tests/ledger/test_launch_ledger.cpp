@@ -108,9 +108,10 @@ TEST(LaunchLedger, ResNet50StepBudget) {
 
 // The trainer's own step (train_step: the loader's batches through the prefetcher, the
 // strategy, the profiler's marks; then, as the trainer's loop does, the profiler's "other" phase
-// and the step's end) on a small ResNet, one rank, counted at its fourth step, when the
-// profiler reads the marks of a step that is two steps old.
-ledger::Counts trainer_step_in_steady_state() {
+// and the step's end) on a small ResNet, one rank, counted at step `counted` (from 0): at the
+// fourth, the profiler reads the marks of a step that is two steps old. With --cuda-graph
+// when `cuda_graph`.
+ledger::Counts trainer_step(int64_t counted, bool cuda_graph) {
   ledger::set_compute_capability(RINGTRAIN_LEDGER_ARCHITECTURE / 10,
                                  RINGTRAIN_LEDGER_ARCHITECTURE % 10);
   const auto dir = std::filesystem::temp_directory_path() /
@@ -130,6 +131,7 @@ ledger::Counts trainer_step_in_steady_state() {
   c.log_interval_s = 1e9;
   c.final_checkpoint = false;
   c.checkpoint_dir = (dir / "checkpoints").string();
+  c.cuda_graph = cuda_graph;
   TrainSession s(c);
   s.train_batches->start_epoch(0);
   const auto step = [&](int64_t at) {
@@ -137,19 +139,39 @@ ledger::Counts trainer_step_in_steady_state() {
     s.profiler->start(Phase::other);
     s.profiler->end_step();
   };
-  for (int64_t at = 0; at < 3; ++at) step(at);
+  for (int64_t at = 0; at < counted; ++at) step(at);
   ledger::reset();
-  step(3);
+  step(counted);
   return ledger::counts();
 }
 
 // The trainer's step with the profiler on waits only for earlier steps' work: the copy of its
 // batch (issued a step ago) and the marks of the step two steps back.
 TEST(LaunchLedger, TrainerStepWaitsForNoWorkOfItsOwn) {
-  const ledger::Counts c = trainer_step_in_steady_state();
+  const ledger::Counts c = trainer_step(3, false);
   print(c);
   EXPECT_EQ(c.host_waits, 0);
   EXPECT_GE(c.earlier_waits, 1);
+  EXPECT_EQ(c.allocations, 0);
+  EXPECT_EQ(c.descriptors, 0);
+}
+
+// --cuda-graph: the third step captures its work (the stand-in throws on any wait,
+// allocation or copy from or to the host inside the capture), and a later step is one graph
+// launch: its kernels and library calls are not issued from the host, it waits for none of its
+// own work and allocates nothing. What the host still issues outside the graph: the batch's
+// copies, the learning rate's write and the profiler's marks.
+TEST(LaunchLedger, CudaGraphStepIsOneGraphLaunch) {
+  const ledger::Counts capture = trainer_step(2, true);
+  EXPECT_GT(capture.captured, 100);
+  EXPECT_EQ(capture.graph_launches, 1);
+  const ledger::Counts c = trainer_step(4, true);
+  print(c);
+  EXPECT_EQ(c.graph_launches, 1);
+  EXPECT_EQ(c.captured, 0);
+  EXPECT_EQ(c.launches, 0);
+  EXPECT_EQ(c.library_work, 0);
+  EXPECT_EQ(c.host_waits, 0);
   EXPECT_EQ(c.allocations, 0);
   EXPECT_EQ(c.descriptors, 0);
 }

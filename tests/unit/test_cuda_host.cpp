@@ -1,4 +1,5 @@
-// The host-side logic of the CUDA backend, tested without a GPU: the caching allocator, the
+// The host-side logic of the CUDA backend, tested without a GPU: the caching allocator and a
+// captured step's pool, the
 // choice of convolution algorithm, the fp16 loss scaler, NCHW/NHWC transposition, the
 // mixed-precision ops every backend has (cast, finite check), and whether a GPU runs the
 // architectures a build holds.
@@ -11,6 +12,7 @@
 
 #include "ringtrain/backend/cpu/cpu_backend.hpp"
 #include "ringtrain/backend/cuda/architectures.hpp"
+#include "ringtrain/backend/cuda/capture_pool.hpp"
 #include "ringtrain/backend/cuda/conv_algo.hpp"
 #include "ringtrain/core/block_cache.hpp"
 #include "ringtrain/core/half.hpp"
@@ -89,6 +91,36 @@ TEST(BlockCache, OutOfMemoryReleasesTheCacheAndRetries) {
 ConvCandidate candidate(int algo, float ms, std::size_t ws, bool deterministic = true,
                         bool ok = true) {
   return {algo, 0, ok, ms, ws, deterministic};
+}
+
+// A captured step's memory: a block freed during the capture is handed out again within it
+// (the capture needs what the eager step needed), every block stays the pool's after the
+// capture, freed or not, so nothing allocated later is given an address the graph writes, and
+// all of them go back to the cache with the pool.
+TEST(CapturePool, HoldsEveryBlockOfTheCaptureUntilItIsDropped) {
+  auto cache = std::make_shared<BlockCache>([](std::size_t n) { return std::malloc(n); },
+                                            [](void* p) { std::free(p); });
+  void* before = cache->allocate(1000);
+  cache->release(before, 1000);
+  {
+    cuda::CapturePool pool(cache);
+    void* a = pool.allocate(1000);
+    EXPECT_EQ(a, before);  // the cache's free block
+    pool.release(a, 1000);
+    EXPECT_EQ(pool.allocate(900), a);  // reused within the capture, same rounded size
+    void* b = pool.allocate(1000);
+    EXPECT_NE(b, a);
+    pool.close();
+    pool.release(b, 1000);
+    void* after = cache->allocate(1000);  // not a block of the capture, freed or not
+    EXPECT_NE(after, a);
+    EXPECT_NE(after, b);
+    cache->release(after, 1000);
+    EXPECT_EQ(pool.blocks(), 2u);
+    EXPECT_EQ(cache->bytes_in_use(), 2 * BlockCache::round(1000));
+  }
+  EXPECT_EQ(cache->bytes_in_use(), 0u);
+  EXPECT_EQ(cache->bytes_cached(), 3 * BlockCache::round(1000));
 }
 
 TEST(ConvAlgo, FastestThatFitsTheWorkspace) {

@@ -118,9 +118,11 @@ UpdateState cpu_steps(const UpdateRule& rule, const std::vector<DecayRun>& runs,
   for (const std::vector<float>& s : start.s) state.push_back(f32_tensor(s, shape));
   std::vector<Tensor*> pointers;
   for (Tensor& s : state) pointers.push_back(&s);
+  Tensor hyper = Tensor::zeros({hyper_bytes()}, DType::u8);
   for (const std::vector<float>& g : grads) {
     const Tensor g_tensor = f32_tensor(g, shape);
-    cpu.optimizer_step(rule, runs, w, g_tensor, pointers, run_values(rule, runs, w, g_tensor));
+    cpu.optimizer_step(write_rule(cpu, rule, hyper), runs, w, g_tensor, pointers,
+                       run_values(rule, runs, w, g_tensor));
   }
   UpdateState end{values_of(w), {}};
   for (const Tensor& s : state) end.s.push_back(values_of(s));
@@ -146,7 +148,7 @@ UpdateState emulated_steps(const UpdateRule& rule, const std::vector<DecayRun>& 
     std::visit(
         [&](const auto& h) {
           using H = std::decay_t<decltype(h)>;
-          const kernels::RunIndexed<typename H::template Body<float, G>> body{{h, t}};
+          const kernels::RunIndexed<typename H::template Body<float, G>> body{{&h, t}};
           emulate_grid_stride(body, static_cast<int64_t>(g.size()), grid);
         },
         rule);
@@ -282,11 +284,12 @@ TEST(OptimizerStep, RefusesOperandsThatDoNotFitTheRule) {
   CpuBackend cpu(1);
   Tensor w = Tensor::zeros({8}, DType::f32), g = Tensor::zeros({8}, DType::f32);
   Tensor m = Tensor::zeros({8}, DType::f32), values = Tensor::zeros({2}, DType::f32);
+  Tensor hyper = Tensor::zeros({hyper_bytes()}, DType::u8);
   const std::vector<DecayRun> runs = {{0, 5, true}, {5, 3, false}};
   const auto error = [&](const std::vector<DecayRun>& r, const std::vector<Tensor*>& state,
                          const Tensor& v) -> std::string {
     try {
-      cpu.optimizer_step(SgdHyper{}, r, w, g, state, v);
+      cpu.optimizer_step(write_rule(cpu, SgdHyper{}, hyper), r, w, g, state, v);
     } catch (const Error& e) {
       return e.what();
     }
@@ -300,6 +303,17 @@ TEST(OptimizerStep, RefusesOperandsThatDoNotFitTheRule) {
   EXPECT_NE(error({{0, 5, true}, {4, 4, true}}, {&m}, Tensor()).find("follows 5"),
             std::string::npos);
   EXPECT_NE(error(runs, {&m}, values).find("sgd reads no values per run"), std::string::npos);
+  const auto rule_error = [&](const DeviceRule& rule) -> std::string {
+    try {
+      cpu.optimizer_step(rule, runs, w, g, {&m}, Tensor());
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(rule_error({0, Tensor::zeros({4}, DType::u8)}).find("sgd reads its hyper-parameters"),
+            std::string::npos);
+  EXPECT_NE(rule_error({7, hyper}).find("no update rule number 7"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(SizesAndGrids, OptimKernel,

@@ -69,6 +69,34 @@ TEST(TrainConfigLimits, EveryNumberOutsideItsRangeIsAConfigError) {
   refused([](TrainConfig& c) { c.threads = limits::kMaxThreads + 1; });
 }
 
+// --cuda-graph on what it cannot capture: the CPU, fp16's per-step finite check, several
+// micro-batches, DataParallel.
+TEST(TrainConfigLimits, CudaGraphOutsideWhatItCapturesIsAConfigError) {
+  TrainConfig c;
+  c.cuda_graph = true;
+  c.device = DeviceKind::cuda;
+  EXPECT_NO_THROW(c.validate());
+  const auto refused = [&](auto change, const char* says) {
+    TrainConfig bad = c;
+    change(bad);
+    try {
+      bad.validate();
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused([](TrainConfig& t) { t.device = DeviceKind::cpu; }, "--cuda-graph is for --device cuda");
+  refused([](TrainConfig& t) { t.amp = Precision::fp16; }, "fp16's loss scaling");
+  refused([](TrainConfig& t) { t.accum_steps = 2; }, "drop --accum-steps 2");
+  refused(
+      [](TrainConfig& t) {
+        t.mode = Mode::dp;
+        t.devices = 2;
+      },
+      "drop --mode dp");
+}
+
 TEST(EvalBatchSize, DefaultsToTheTrainingBatchAndIsChecked) {
   TrainConfig c;
   c.batch_size = 48;

@@ -31,6 +31,9 @@ class Bf16HostDevice final : public Device {
     std::fill(bits, bits + t.numel(), float_to_bf16(static_cast<float>(value)));
   }
   void copy(const Tensor& src, Tensor& dst) override { cpu_.copy(src, dst); }
+  void write(const void* host, std::size_t bytes, Tensor& dst) override {
+    cpu_.write(host, bytes, dst);
+  }
   void cast(const Tensor& src, Tensor& dst) override { cpu_.cast(src, dst); }
   void accumulate(Tensor& src, Tensor& dst) override {
     ++accumulates;

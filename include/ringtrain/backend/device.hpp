@@ -2,6 +2,7 @@
 #include <memory>
 #include <string>
 
+#include "ringtrain/core/error.hpp"
 #include "ringtrain/core/tensor.hpp"
 
 namespace ringtrain {
@@ -26,6 +27,11 @@ class Device {
   virtual void fill(Tensor& t, double value) = 0;
   // Either side may be on the host; 4-D tensors of different layouts are transposed.
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  // Writes `bytes` bytes of host memory at the start of dst (this device's memory) in stream
+  // order: work issued before reads dst's old bytes, work issued after the new ones. The host
+  // neither waits for the device nor keeps `host`: a step's learning rate goes to the device
+  // this way without draining it.
+  virtual void write(const void* host, std::size_t bytes, Tensor& dst) = 0;
   // dst = src converted to dst's dtype (f32 master weights into their compute-dtype copy).
   virtual void cast(const Tensor& src, Tensor& dst) = 0;
   // dst += src converted to dst's dtype, then src = 0: one backward pass's compute-dtype
@@ -57,6 +63,21 @@ class Device {
   // Returns when every copy issued so far has finished reading its host memory; work issued
   // afterwards is ordered after those copies.
   virtual void wait_for_copies() = 0;
+
+  // Step capture (--cuda-graph): begin_capture() records the work issued to this device from
+  // then on without running it, end_capture() keeps it (in place of the capture kept before),
+  // and replay() issues the kept work again as one launch, reading whatever its device memory
+  // holds by then. While capturing, no op may read a value back or wait for the device, and
+  // the work must not depend on host values that change between replays (the learning rate is
+  // written to the device: Device::write). drop_capture() lets the kept work's memory go.
+  // capture_unsupported() says why a device cannot capture, or is empty when it can.
+  virtual std::string capture_unsupported() const {
+    return "step capture (--cuda-graph) needs a CUDA device";
+  }
+  virtual void begin_capture() { throw Error(capture_unsupported()); }
+  virtual void end_capture() { throw Error(capture_unsupported()); }
+  virtual void replay() { throw Error(capture_unsupported()); }
+  virtual void drop_capture() {}
 
   // How many times the host has waited for a value the device computed: a loss, a count, a
   // finite check, a copy to the host (on the CPU: a copy out of the memory CPU backends' zeros()

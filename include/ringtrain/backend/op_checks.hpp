@@ -3,8 +3,8 @@
 // the same message on any device: the op, the operand and both shapes.
 #include <initializer_list>
 
+#include "ringtrain/backend/device_rule.hpp"
 #include "ringtrain/backend/geometry.hpp"
-#include "ringtrain/backend/kernels/update_rules.hpp"
 #include "ringtrain/core/tensor.hpp"
 
 namespace ringtrain {
@@ -50,10 +50,10 @@ void check_augment(const char* op, const Tensor& raw, const Tensor& crops, const
 // Runs that cover [0, n) in order, each of size > 0: what the update and the per-run sums need.
 void check_runs(const char* op, const std::vector<DecayRun>& runs, int64_t n);
 
-// An optimizer update's operands: runs covering params; grads of params' length; the rule's
-// count of state tensors, each of params' shape and dtype; the rule's values per run in f32
-// (an empty tensor when it reads none).
-void check_update(const char* op, const UpdateRule& rule, const std::vector<DecayRun>& runs,
+// An optimizer update's operands: a known rule whose hyper tensor holds its struct; runs
+// covering params; grads of params' length; the rule's count of state tensors, each of params'
+// shape and dtype; the rule's values per run in f32 (an empty tensor when it reads none).
+void check_update(const char* op, const DeviceRule& rule, const std::vector<DecayRun>& runs,
                   const Tensor& params, const Tensor& grads, const std::vector<Tensor*>& state,
                   const Tensor& run_values);
 

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ringtrain/backend/device_rule.hpp"
 #include "ringtrain/backend/geometry.hpp"
 #include "ringtrain/backend/kernels/update_rules.hpp"
 #include "ringtrain/core/tensor.hpp"
@@ -151,7 +152,7 @@ class Ops {
   // params, grads and each state tensor have the same length; grads may be in the compute dtype
   // while params and state are f32. `runs` cover params in order from 0; `run_values` holds
   // what the rule reads per run (LARS: sums of squares from sum_squares_per_run), or is empty.
-  virtual void optimizer_step(const UpdateRule& rule, const std::vector<DecayRun>& runs,
+  virtual void optimizer_step(const DeviceRule& rule, const std::vector<DecayRun>& runs,
                               Tensor& params, const Tensor& grads,
                               const std::vector<Tensor*>& state, const Tensor& run_values) = 0;
   // out[r] (f32, one per run) = the sum of squares of x over run r, summed piece by piece in a

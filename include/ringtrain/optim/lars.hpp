@@ -17,7 +17,8 @@ class Lars : public Optimizer {
   OptimizerKind kind() const override { return OptimizerKind::lars; }
 
  private:
-  void update(float lr, float grad_scale) override;
+  UpdateRule rule(float lr, float grad_scale) const override;
+  void update_parameters() override;
 
   OptimizerConfig config_;
   std::vector<DecayRun> runs_;  // one per parameter; decay: adapted and decayed

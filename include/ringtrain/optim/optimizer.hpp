@@ -42,8 +42,9 @@ struct OptimizerState {
 
 // An optimizer over the flat parameter buffer: its state is a list of named tensors, which the
 // checkpoint stores and restores without knowing the rule, and a count of updates. A rule is a
-// subclass whose update() is one Backend::optimizer_step with its hyper-parameters (and, for a
-// layer-wise rule, what it computes per run first).
+// subclass that says its hyper-parameters for an update (rule()) and runs the update on the
+// device (update_parameters(): one Backend::optimizer_step, after what a layer-wise rule
+// computes per run first).
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -51,12 +52,17 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   // One update at learning rate lr, gradients multiplied by grad_scale first (1 / the fp16
-  // loss scale); then the compute-dtype copy of the weights is refreshed.
+  // loss scale); then the compute-dtype copy of the weights is refreshed: prepare, then update.
   // Note: the update adds to the f32 master weights, because lr x gradient is often below the
   // resolution of a bf16 or fp16 weight and would be lost there. The loss scale is divided out
   // inside the update rather than in a pass over the gradients first: one read of the gradient
   // buffer instead of two.
   void step(float lr, float grad_scale = 1.0f);
+  // The host half of step: counts the update and writes its hyper-parameters to the device.
+  void prepare(float lr, float grad_scale = 1.0f);
+  // The device half of step: the update with the hyper-parameters prepare() last wrote, and the
+  // refresh. It reads no host value, so a CUDA graph may capture it once and replay it.
+  void update();
 
   virtual OptimizerKind kind() const = 0;
   std::vector<OptimizerState>& state() { return state_; }
@@ -70,11 +76,13 @@ class Optimizer {
  protected:
   // The state tensors of `kind` (state_names), zero.
   Optimizer(ParameterSet& params, Backend& backend, OptimizerKind kind);
-  // The update of number steps() (already counted).
-  virtual void update(float lr, float grad_scale) = 0;
-  // Backend::optimizer_step of `rule` over the parameters, their gradients and the state.
-  void apply(const UpdateRule& rule, const std::vector<DecayRun>& runs,
-             const Tensor& run_values = Tensor());
+  // The hyper-parameters of update number steps() (already counted).
+  virtual UpdateRule rule(float lr, float grad_scale) const = 0;
+  // The update on the device, by apply().
+  virtual void update_parameters() = 0;
+  // Backend::optimizer_step of the prepared rule over the parameters, their gradients and the
+  // state.
+  void apply(const std::vector<DecayRun>& runs, const Tensor& run_values = Tensor());
 
   ParameterSet& params_;
   Backend& backend_;
@@ -82,6 +90,9 @@ class Optimizer {
  private:
   std::vector<OptimizerState> state_;
   int64_t steps_ = 0;
+  Tensor hyper_;     // the prepared rule's struct, on the device (DeviceRule)
+  size_t kind_ = 0;  // its UpdateRule alternative
+  bool prepared_ = false;
 };
 
 }  // namespace ringtrain

@@ -15,7 +15,8 @@ class Sgd : public Optimizer {
   Tensor& momentum_buffer() { return state("momentum"); }
 
  private:
-  void update(float lr, float grad_scale) override;
+  UpdateRule rule(float lr, float grad_scale) const override;
+  void update_parameters() override;
 
   OptimizerConfig config_;
   std::vector<DecayRun> runs_;

@@ -11,6 +11,7 @@
 #include "ringtrain/prof/gpu_monitor.hpp"
 #include "ringtrain/report/run_report.hpp"
 #include "ringtrain/run/setup.hpp"
+#include "ringtrain/run/step_graph.hpp"
 #include "ringtrain/run/strategy.hpp"
 
 namespace ringtrain {
@@ -65,6 +66,7 @@ class TrainSession {
   std::optional<Loader> test_loader;
   std::optional<StepProfiler> profiler;
   std::optional<DevicePrefetcher> train_batches, test_batches;
+  std::optional<StepGraph> graph;  // --cuda-graph
   std::optional<GpuMonitor> gpu_monitor;
   std::optional<RunReport> report;
   std::optional<Checkpointer> checkpoints;

@@ -63,6 +63,7 @@ struct TrainConfig {
   DeviceKind device = DeviceKind::cpu;           // the CLI resolves --device auto
   Precision amp = Precision::bf16;               // cuda only
   bool deterministic = false;                    // cuda: bit-identical repeats
+  bool cuda_graph = false;                       // cuda: each step replayed from a CUDA graph
   int64_t epochs = 1;
   int64_t steps = 0;     // > 0: stop after this many steps
   int batch_size = 256;  // per process

@@ -80,6 +80,12 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   if (memory_->contains(src.raw()) && !memory_->contains(dst.raw())) count_value_read();
 }
 
+void CpuBackend::write(const void* host, std::size_t bytes, Tensor& dst) {
+  RT_CHECK(bytes <= static_cast<std::size_t>(dst.nbytes()), "write: ", bytes, " bytes into ",
+           dst.describe());
+  std::memcpy(dst.raw(), host, bytes);
+}
+
 void CpuBackend::cast(const Tensor& src, Tensor& dst) {
   RT_CHECK(src.numel() == dst.numel(), "cast: ", src.describe(), " into ", dst.describe());
   dispatch_float_pair("cast", src, dst, [&](auto from, auto to) {

@@ -24,32 +24,31 @@ bool CpuBackend::all_finite(const Tensor& t) {
   return finite;
 }
 
-void CpuBackend::optimizer_step(const UpdateRule& rule, const std::vector<DecayRun>& runs,
+void CpuBackend::optimizer_step(const DeviceRule& rule, const std::vector<DecayRun>& runs,
                                 Tensor& params, const Tensor& grads,
                                 const std::vector<Tensor*>& state, const Tensor& run_values) {
   check_update("optimizer_step", rule, runs, params, grads, state, run_values);
   check_dtype("optimizer_step", {&grads}, params.dtype());
-  std::visit(
-      [&](const auto& h) {
-        using H = std::decay_t<decltype(h)>;
-        dispatch_float("optimizer_step", params, [&](auto tag) {
-          using T = decltype(tag);
-          kernels::UpdateTensors<T, T> t{runs.data(),
-                                         static_cast<int>(runs.size()),
-                                         params.data<T>(),
-                                         grads.data<T>(),
-                                         {},
-                                         run_values.defined() ? run_values.data<float>() : nullptr};
-          for (size_t k = 0; k < state.size(); ++k) t.state[k] = state[k]->data<T>();
-          const typename H::template Body<T, T> body{h, t};
-          for (int r = 0; r < static_cast<int>(runs.size()); ++r) {
-            const int64_t offset = runs[r].offset;
-            const auto run = body.at_run(r);
-            elementwise<T>(pool_, runs[r].size, [&](int64_t j) { body(offset + j, run); });
-          }
-        });
-      },
-      rule);
+  visit_rule_type(rule.kind, [&](auto kind) {
+    using H = decltype(kind);
+    const auto* h = static_cast<const H*>(rule.hyper.raw());
+    dispatch_float("optimizer_step", params, [&](auto tag) {
+      using T = decltype(tag);
+      kernels::UpdateTensors<T, T> t{runs.data(),
+                                     static_cast<int>(runs.size()),
+                                     params.data<T>(),
+                                     grads.data<T>(),
+                                     {},
+                                     run_values.defined() ? run_values.data<float>() : nullptr};
+      for (size_t k = 0; k < state.size(); ++k) t.state[k] = state[k]->data<T>();
+      const typename H::template Body<T, T> body{h, t};
+      for (int r = 0; r < static_cast<int>(runs.size()); ++r) {
+        const int64_t offset = runs[r].offset;
+        const auto run = body.at_run(r);
+        elementwise<T>(pool_, runs[r].size, [&](int64_t j) { body(offset + j, run); });
+      }
+    });
+  });
 }
 
 void CpuBackend::sum_squares_per_run(const Tensor& x, const std::vector<DecayRun>& runs,

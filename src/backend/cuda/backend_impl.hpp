@@ -5,11 +5,14 @@
 #include <memory>
 #include <utility>
 
+#include "host_staging.hpp"
 #include "ringtrain/backend/backend.hpp"
+#include "ringtrain/backend/cuda/capture_pool.hpp"
 #include "ringtrain/backend/cuda/conv_algo.hpp"
 #include "ringtrain/backend/cuda/conv_algo_cache.hpp"
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/cuda/cuda_check.hpp"
+#include "ringtrain/backend/kernels/loss.hpp"
 #include "ringtrain/core/block_cache.hpp"
 #include "ringtrain/core/id_queue.hpp"
 #include "types.cuh"
@@ -33,6 +36,7 @@ class CudaBackend final : public Backend {
   Tensor zeros(const Shape& shape, DType dtype) override;
   void fill(Tensor& t, double value) override;
   void copy(const Tensor& src, Tensor& dst) override;
+  void write(const void* host, std::size_t bytes, Tensor& dst) override;
   void cast(const Tensor& src, Tensor& dst) override;
   void accumulate(Tensor& src, Tensor& dst) override;
   void synchronize() override;
@@ -43,6 +47,11 @@ class CudaBackend final : public Backend {
   std::shared_ptr<void> host_buffer(std::size_t bytes) override;
   void copy_to_device_async(const Tensor& host, Tensor& device) override;
   void wait_for_copies() override;
+  std::string capture_unsupported() const override { return ""; }
+  void begin_capture() override;
+  void end_capture() override;
+  void replay() override;
+  void drop_capture() override;
 
   void augment(const Tensor& raw, const Tensor& crops, const Tensor& table, int pad,
                Tensor& out) override;
@@ -109,7 +118,7 @@ class CudaBackend final : public Backend {
   std::vector<LossValue> take_losses() override;
   bool all_finite(const Tensor& t) override;
 
-  void optimizer_step(const UpdateRule& rule, const std::vector<DecayRun>& runs, Tensor& params,
+  void optimizer_step(const DeviceRule& rule, const std::vector<DecayRun>& runs, Tensor& params,
                       const Tensor& grads, const std::vector<Tensor*>& state,
                       const Tensor& run_values) override;
   void sum_squares_per_run(const Tensor& x, const std::vector<DecayRun>& runs,
@@ -158,27 +167,22 @@ class CudaBackend final : public Backend {
     int* bad_row;
     int* correct;
   };
+  // One launch for a batch's loss, then `extra` finishing steps (record_loss's LogAppend).
+  template <class... Extra>
   void launch_loss(const char* op, const Tensor& logits, const Tensor& labels, float smoothing,
-                   Tensor* dlogits, double grad_scale, const LossOutputs& out);
+                   Tensor* dlogits, double grad_scale, const LossOutputs& out,
+                   const kernels::FinishStep<Extra>&... extra);
   void launch_count_correct(const char* op, const Tensor& logits, const Tensor& labels,
                             int* correct);
   static void check_bad_row(const char* op, int bad_row, int classes);
-  // The loss log (record_loss): kLossLog batches' values on the device and their pinned host
-  // copy; a full log is read into drained_ before the next batch is recorded.
-  static constexpr int kLossLog = 1024;
-  struct LossLog {
-    double loss_sum[kLossLog];
-    int bad_row[kLossLog];
-    int correct[kLossLog];
-  };
-  struct LoggedBatch {
-    int n = 0, classes = 0;
-  };
+  // The loss log (record_loss): kernels::LossLog on the device and its pinned host copy; a full
+  // log is read into drained_ before the next batch is recorded.
   void read_loss_log();
-  Tensor loss_log_;                   // the device's LossLog, as bytes
-  LossLog* loss_log_host_ = nullptr;  // pinned
-  std::vector<LoggedBatch> logged_;   // the batches in the device's log, in order
-  std::vector<LossValue> drained_;    // read from a full log, not taken yet
+  kernels::LossLog* loss_log() { return static_cast<kernels::LossLog*>(loss_log_.raw()); }
+  Tensor loss_log_;                            // the device's LossLog, as bytes
+  kernels::LossLog* loss_log_host_ = nullptr;  // pinned
+  int log_entries_ = 0;                        // batches the device's log holds once work is done
+  std::vector<LossValue> drained_;             // read from a full log, not taken yet
   CudaOptions options_;
   cudaStream_t compute_ = nullptr, copy_ = nullptr;
   cudaEvent_t compute_mark_ = nullptr, copies_done_ = nullptr;
@@ -203,7 +207,18 @@ class CudaBackend final : public Backend {
   const RunTable& run_table(const std::vector<DecayRun>& runs);
   Tensor upload(const void* data, int64_t bytes);
   RunTable run_table_;
-  void* host_scalar_ = nullptr;          // pinned, 8 bytes
+  void* host_scalar_ = nullptr;           // pinned, 8 bytes
+  std::unique_ptr<HostStaging> staging_;  // write()'s pinned slots
+  // A captured step (graph.cu): its graph, the memory it uses and the loss-log entries one
+  // replay appends. capture_ is the one being captured, graph_ the one kept.
+  struct CapturedStep {
+    cudaGraphExec_t exec = nullptr;
+    std::shared_ptr<CapturePool> pool;
+    int log_entries = 0;
+  };
+  std::unique_ptr<CapturedStep> capture_, graph_;
+  // Ends a capture that an error interrupted, keeping nothing.
+  void abandon_capture();
   IdQueue<cudaEvent_t> marks_;           // timing events not yet released
   std::vector<cudaEvent_t> free_marks_;  // released ones, to record again
   bool nvtx_open_ = false;               // an NVTX range pushed by mark() and not popped yet

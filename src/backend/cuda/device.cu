@@ -92,10 +92,12 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
   RT_CUDA_CHECK(cublasCreate(&cublas_));
   RT_CUDA_CHECK(cublasSetStream(cublas_, compute_));
   RT_CUDA_CHECK(cudaMallocHost(&host_scalar_, sizeof(double)));
-  RT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&loss_log_host_), sizeof(LossLog)));
+  staging_ = std::make_unique<HostStaging>();
+  RT_CUDA_CHECK(
+      cudaMallocHost(reinterpret_cast<void**>(&loss_log_host_), sizeof(kernels::LossLog)));
   memory_ = std::make_shared<BlockCache>(raw_device_alloc,
                                          [](void* p) { warn_on_error(cudaFree(p), "cudaFree"); });
-  loss_log_ = zeros({static_cast<int64_t>(sizeof(LossLog))}, DType::u8);
+  loss_log_ = zeros({static_cast<int64_t>(sizeof(kernels::LossLog))}, DType::u8);
   arrivals_ = zeros({1}, DType::i32);
   if (!options.conv_algo_cache.empty() && !options.deterministic) {
     cudaDeviceProp prop{};
@@ -107,12 +109,15 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
 }
 
 CudaBackend::~CudaBackend() {
+  if (capture_) abandon_capture();
   warn_on_error(cudaStreamSynchronize(compute_), "cudaStreamSynchronize(compute)");
   warn_on_error(cudaStreamSynchronize(copy_), "cudaStreamSynchronize(copy)");
+  drop_capture();
   workspace_ = Tensor();
   for (cudaEvent_t e : marks_.values()) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
   for (cudaEvent_t e : free_marks_) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
   warn_on_error(cudaFreeHost(host_scalar_), "cudaFreeHost");
+  staging_.reset();
   loss_log_ = Tensor();
   warn_on_error(cudaFreeHost(loss_log_host_), "cudaFreeHost");
   warn_on_error(cublasDestroy(cublas_), "cublasDestroy");
@@ -139,9 +144,16 @@ Tensor CudaBackend::zeros(const Shape& shape, DType dtype) {
 
 Tensor CudaBackend::scratch(const Shape& shape, DType dtype) {
   const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
-  std::shared_ptr<BlockCache> cache = memory_;
-  void* p = cache->allocate(bytes);
-  std::shared_ptr<void> storage(p, [cache, bytes](void* block) { cache->release(block, bytes); });
+  std::shared_ptr<void> storage;
+  if (capture_) {
+    std::shared_ptr<CapturePool> pool = capture_->pool;
+    storage.reset(pool->allocate(bytes),
+                  [pool, bytes](void* block) { pool->release(block, bytes); });
+  } else {
+    std::shared_ptr<BlockCache> cache = memory_;
+    storage.reset(cache->allocate(bytes),
+                  [cache, bytes](void* block) { cache->release(block, bytes); });
+  }
   return Tensor::adopt(std::move(storage), shape, dtype, device_id(), Layout::nhwc);
 }
 
@@ -181,6 +193,13 @@ void CudaBackend::copy_between_devices(const Tensor& src, Tensor& dst) {
   }
   RT_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw(), to, src.raw(), from, src.nbytes(), compute_));
   RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+
+void CudaBackend::write(const void* host, std::size_t bytes, Tensor& dst) {
+  check_on_device("write", dst);
+  RT_CHECK(bytes <= static_cast<std::size_t>(dst.nbytes()), "write: ", bytes, " bytes into ",
+           dst.describe());
+  staging_->write(host, bytes, dst.raw(), compute_);
 }
 
 // Host memory is transposed on the host when layouts differ; copies that touch the host are

@@ -24,9 +24,10 @@ FinishStep<kernels::ColumnSums<V, V>> row_sum(const V* values, int n, V* total) 
 // Note: one launch per batch. Its rows write their loss (and the gradient) and, when asked,
 // whether they are correct; its last block then adds the rows in order and finds the first bad
 // label (launch_then_finish).
+template <class... Extra>
 void CudaBackend::launch_loss(const char* op, const Tensor& logits, const Tensor& labels,
                               float smoothing, Tensor* dlogits, double grad_scale,
-                              const LossOutputs& out) {
+                              const LossOutputs& out, const FinishStep<Extra>&... extra) {
   check_logits(op, logits, labels);
   if (dlogits) check_same_shape(op, logits, *dlogits);
   const int n = static_cast<int>(logits.dim(0)), classes = static_cast<int>(logits.dim(1));
@@ -43,13 +44,13 @@ void CudaBackend::launch_loss(const char* op, const Tensor& logits, const Tensor
     const kernels::SoftmaxCrossEntropyRow<T> rows{z,         label, n,          classes,
                                                   smoothing, grad,  grad_scale, row_loss_p};
     if (!out.correct) {
-      launch_then_finish(op, rows, n, arrivals(), compute_, loss_total, first_bad);
+      launch_then_finish(op, rows, n, arrivals(), compute_, loss_total, first_bad, extra...);
       return;
     }
     const kernels::RowCorrect<T> correct{z, label, classes, row_correct_p};
     launch_then_finish(op, kernels::Both<decltype(rows), decltype(correct)>{rows, correct}, n,
                        arrivals(), compute_, loss_total, first_bad,
-                       row_sum(static_cast<const int*>(row_correct_p), n, out.correct));
+                       row_sum(static_cast<const int*>(row_correct_p), n, out.correct), extra...);
   });
 }
 
@@ -92,34 +93,39 @@ int64_t CudaBackend::count_correct(const Tensor& logits, const Tensor& labels) {
   return read_scalar(static_cast<const int*>(correct.raw()));
 }
 
-// Note: each batch writes its own slot of the log on the compute stream; nothing waits until
-// take_losses copies the used part of the log to pinned memory and waits for the stream once.
+// Note: each batch appends to the log on the compute stream, at the slot the log's count on the
+// device says (kernels::LogAppend); nothing waits until take_losses copies the log to pinned
+// memory and waits for the stream once. The host counts the batches it issued (replays
+// included) only to read a full log in time and to check the device's count.
 void CudaBackend::record_loss(const Tensor& logits, const Tensor& labels, float smoothing,
                               Tensor& dlogits, double grad_scale) {
-  if (logged_.size() == static_cast<size_t>(kLossLog)) read_loss_log();
-  const size_t i = logged_.size();
-  auto* log = static_cast<LossLog*>(loss_log_.raw());
-  launch_loss("record_loss", logits, labels, smoothing, &dlogits, grad_scale,
-              {&log->loss_sum[i], &log->bad_row[i], &log->correct[i]});
-  logged_.push_back({static_cast<int>(logits.dim(0)), static_cast<int>(logits.dim(1))});
+  if (!capture_ && log_entries_ == kernels::kLossLogSlots) read_loss_log();
+  Tensor values = scratch({2}, DType::f64);  // the loss sum, then the bad row and correct count
+  auto* loss_sum = static_cast<double*>(values.raw());
+  auto* counts = reinterpret_cast<int*>(loss_sum + 1);
+  const LossOutputs out{loss_sum, counts, counts + 1};
+  const FinishStep<kernels::LogAppend> append{
+      {out.loss_sum, out.bad_row, out.correct, static_cast<int>(logits.dim(0)),
+       static_cast<int>(logits.dim(1)), loss_log()},
+      1};
+  launch_loss("record_loss", logits, labels, smoothing, &dlogits, grad_scale, out, append);
+  ++(capture_ ? capture_->log_entries : log_entries_);  // a capture appends when replayed
 }
 
 void CudaBackend::read_loss_log() {
-  if (logged_.empty()) return;
-  const size_t n = logged_.size();
-  const auto* log = static_cast<const LossLog*>(loss_log_.raw());
-  RT_CUDA_CHECK(cudaMemcpyAsync(loss_log_host_->loss_sum, log->loss_sum, n * sizeof(double),
+  if (log_entries_ == 0) return;
+  RT_CUDA_CHECK(cudaMemcpyAsync(loss_log_host_, loss_log(), sizeof(kernels::LossLog),
                                 cudaMemcpyDeviceToHost, compute_));
-  RT_CUDA_CHECK(cudaMemcpyAsync(loss_log_host_->bad_row, log->bad_row, n * sizeof(int),
-                                cudaMemcpyDeviceToHost, compute_));
-  RT_CUDA_CHECK(cudaMemcpyAsync(loss_log_host_->correct, log->correct, n * sizeof(int),
-                                cudaMemcpyDeviceToHost, compute_));
+  RT_CUDA_CHECK(cudaMemsetAsync(&loss_log()->count, 0, sizeof(int), compute_));
   RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
   count_value_read();
-  const std::vector<LoggedBatch> batches = std::exchange(logged_, {});
-  for (size_t i = 0; i < n; ++i) {
-    check_bad_row("record_loss", loss_log_host_->bad_row[i], batches[i].classes);
-    drained_.push_back({loss_log_host_->loss_sum[i] / batches[i].n, loss_log_host_->correct[i]});
+  const kernels::LossLog& log = *loss_log_host_;
+  RT_CHECK(log.count == log_entries_, "record_loss: the device logged ", log.count,
+           " batches where ", log_entries_, " were issued");
+  log_entries_ = 0;
+  for (int i = 0; i < log.count; ++i) {
+    check_bad_row("record_loss", log.bad_row[i], log.classes[i]);
+    drained_.push_back({log.loss_sum[i] / log.rows[i], log.correct[i]});
   }
 }
 

@@ -49,30 +49,29 @@ const CudaBackend::RunTable& CudaBackend::run_table(const std::vector<DecayRun>&
   return table;
 }
 
-void CudaBackend::optimizer_step(const UpdateRule& rule, const std::vector<DecayRun>& runs,
+void CudaBackend::optimizer_step(const DeviceRule& rule, const std::vector<DecayRun>& runs,
                                  Tensor& params, const Tensor& grads,
                                  const std::vector<Tensor*>& state, const Tensor& run_values) {
   check_update("optimizer_step", rule, runs, params, grads, state, run_values);
+  check_on_device("optimizer_step", rule.hyper);
   check_dtype("optimizer_step", {&params}, DType::f32);
   const RunTable& table = run_table(runs);
-  std::visit(
-      [&](const auto& h) {
-        using H = std::decay_t<decltype(h)>;
-        dispatch_float("optimizer_step", grads, [&](auto tag) {
-          using G = decltype(tag);
-          kernels::UpdateTensors<float, G> t{static_cast<const DecayRun*>(table.runs_device.raw()),
-                                             static_cast<int>(runs.size()),
-                                             static_cast<float*>(params.raw()),
-                                             static_cast<const G*>(grads.raw()),
-                                             {},
-                                             static_cast<const float*>(run_values.raw())};
-          for (size_t k = 0; k < state.size(); ++k)
-            t.state[k] = static_cast<float*>(state[k]->raw());
-          const kernels::RunIndexed<typename H::template Body<float, G>> body{{h, t}};
-          launch_grid_stride(H::kName, body, params.numel(), compute_);
-        });
-      },
-      rule);
+  visit_rule_type(rule.kind, [&](auto kind) {
+    using H = decltype(kind);
+    const auto* h = static_cast<const H*>(rule.hyper.raw());
+    dispatch_float("optimizer_step", grads, [&](auto tag) {
+      using G = decltype(tag);
+      kernels::UpdateTensors<float, G> t{static_cast<const DecayRun*>(table.runs_device.raw()),
+                                         static_cast<int>(runs.size()),
+                                         static_cast<float*>(params.raw()),
+                                         static_cast<const G*>(grads.raw()),
+                                         {},
+                                         static_cast<const float*>(run_values.raw())};
+      for (size_t k = 0; k < state.size(); ++k) t.state[k] = static_cast<float*>(state[k]->raw());
+      const kernels::RunIndexed<typename H::template Body<float, G>> body{{h, t}};
+      launch_grid_stride(H::kName, body, params.numel(), compute_);
+    });
+  });
 }
 
 void CudaBackend::sum_squares_per_run(const Tensor& x, const std::vector<DecayRun>& runs,

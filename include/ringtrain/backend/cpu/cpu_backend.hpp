@@ -38,6 +38,7 @@ class CpuBackend final : public Backend {
   Tensor zeros(const Shape& shape, DType dtype) override;
   void fill(Tensor& t, double value) override;
   void copy(const Tensor& src, Tensor& dst) override;
+  void write(const void* host, std::size_t bytes, Tensor& dst) override;
   void cast(const Tensor& src, Tensor& dst) override;
   void accumulate(Tensor& src, Tensor& dst) override;
   void synchronize() override {}
@@ -107,7 +108,7 @@ class CpuBackend final : public Backend {
   std::vector<LossValue> take_losses() override;
   bool all_finite(const Tensor& t) override;
 
-  void optimizer_step(const UpdateRule& rule, const std::vector<DecayRun>& runs, Tensor& params,
+  void optimizer_step(const DeviceRule& rule, const std::vector<DecayRun>& runs, Tensor& params,
                       const Tensor& grads, const std::vector<Tensor*>& state,
                       const Tensor& run_values) override;
   void sum_squares_per_run(const Tensor& x, const std::vector<DecayRun>& runs,

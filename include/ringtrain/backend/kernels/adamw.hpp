@@ -56,11 +56,12 @@ namespace kernels {
 
 template <class W, class G>
 struct AdamWStep {
-  AdamWHyper h;
+  const AdamWHyper* hyper;  // in device memory (DeviceRule)
   UpdateTensors<W, G> t;
   using Run = bool;  // whether the run decays
   RT_HOST_DEVICE Run at_run(int run) const { return t.runs[run].decay; }
   RT_HOST_DEVICE void operator()(int64_t i, Run decay) const {
+    const AdamWHyper& h = *hyper;
     W* w = t.w;
     W* m = t.state[0];
     W* v = t.state[1];

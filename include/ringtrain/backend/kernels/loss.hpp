@@ -68,6 +68,38 @@ struct FirstBadLabel {
   }
 };
 
+// The loss log (Ops::record_loss) on the device: each batch's values at the slot `count` says,
+// which the batch's launch then moves on.
+// Note: the slot is read on the device, not passed by the host, so that a step replayed from a
+// CUDA graph appends after the last batch instead of over the batch it was captured with.
+constexpr int kLossLogSlots = 1024;
+struct LossLog {
+  int count;  // batches logged
+  int rows[kLossLogSlots], classes[kLossLogSlots];
+  double loss_sum[kLossLogSlots];
+  int bad_row[kLossLogSlots], correct[kLossLogSlots];
+};
+
+// One index: appends a batch of `rows` rows to the log from what its loss launch computed.
+struct LogAppend {
+  const double* loss_sum;
+  const int* bad_row;
+  const int* correct;
+  int rows, classes;
+  LossLog* log;
+  RT_HOST_DEVICE void operator()(int64_t) const {
+    const int i = log->count;
+    if (i < kLossLogSlots) {
+      log->rows[i] = rows;
+      log->classes[i] = classes;
+      log->loss_sum[i] = *loss_sum;
+      log->bad_row[i] = *bad_row;
+      log->correct[i] = *correct;
+    }
+    log->count = i + 1;
+  }
+};
+
 // correct[i] = 1 when row i's first largest logit is at its label, else 0.
 template <class T>
 struct RowCorrect {

@@ -31,11 +31,14 @@ namespace kernels {
 
 template <class W, class G>
 struct SgdStep {
-  SgdHyper h;
+  const SgdHyper* hyper;  // in device memory (DeviceRule)
   UpdateTensors<W, G> t;
   using Run = W;  // the run's weight decay
-  RT_HOST_DEVICE Run at_run(int run) const { return t.runs[run].decay ? W(h.weight_decay) : W(0); }
+  RT_HOST_DEVICE Run at_run(int run) const {
+    return t.runs[run].decay ? W(hyper->weight_decay) : W(0);
+  }
   RT_HOST_DEVICE void operator()(int64_t i, Run wd) const {
+    const SgdHyper& h = *hyper;
     W* w = t.w;
     W* m = t.state[0];
     const W mu = W(h.momentum);

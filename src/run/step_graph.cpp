@@ -1,0 +1,45 @@
+#include "ringtrain/run/step_graph.hpp"
+
+namespace ringtrain {
+
+void StepGraph::run(const DeviceBatch& batch, StepProfiler& profiler, const Work& work) {
+  if (batch.images.shape() != shape_) {
+    reset();
+    shape_ = batch.images.shape();
+    input_.images = backend_.zeros(shape_, batch.images.dtype());
+    input_.labels = backend_.zeros(batch.labels.shape(), batch.labels.dtype());
+  }
+  if (!captured_ && eager_steps_ < kEagerSteps) {
+    ++eager_steps_;
+    work(batch, &profiler);
+    return;
+  }
+  if (captured_) {
+    backend_.copy(batch.images, input_.images);
+    backend_.copy(batch.labels, input_.labels);
+  } else {
+    capture(batch, work);
+  }
+  profiler.start(Phase::forward);
+  backend_.replay();
+  ++replays_;
+}
+
+void StepGraph::capture(const DeviceBatch& batch, const Work& work) {
+  backend_.copy(batch.images, input_.images);
+  backend_.copy(batch.labels, input_.labels);
+  backend_.begin_capture();
+  work(input_, nullptr);
+  backend_.end_capture();
+  captured_ = true;
+}
+
+void StepGraph::reset() {
+  if (captured_) backend_.drop_capture();
+  captured_ = false;
+  eager_steps_ = 0;
+  shape_ = Shape();
+  input_ = DeviceBatch();
+}
+
+}  // namespace ringtrain
