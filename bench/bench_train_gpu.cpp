@@ -4,13 +4,16 @@
 // gathering uint8 images that the GPU augments (--augment-on device); plus achieved TFLOP/s and
 // MFU against the device's dense 16-bit peak; and the stem convolution with its 3 input
 // channels against 4 and 8 (the real images, zero-padded), to tell whether padding the input pays
-// on this cuDNN. Needs a GPU; says so and exits 2 without one.
+// on this cuDNN. The on-device steps run eagerly and replayed from a CUDA graph (--cuda-graph),
+// in interleaved rounds. Needs a GPU; says so and exits 2 without one.
 //   build/bench/bench_train_gpu --depth 50 --batch-size 256 --amp bf16 --workers 8
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <vector>
 
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
 #include "ringtrain/backend/devices.hpp"
@@ -20,6 +23,7 @@
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/prof/report.hpp"
+#include "ringtrain/run/step_graph.hpp"
 #include "ringtrain/run_config/config.hpp"
 #include "timing.hpp"
 
@@ -42,6 +46,18 @@ void step(ResNet& model, Backend& backend, Sgd& sgd, const Tensor& images, const
 void finish_steps(Backend& backend) {
   for (const LossValue& v : backend.take_losses())
     RT_CHECK(std::isfinite(v.loss), "bench_train_gpu: a step's loss is ", v.loss);
+}
+
+// Images/s of `steps` on-device steps, each issued by `issue` (eager, or replayed from a CUDA
+// graph), after `warmup` untimed ones.
+double on_device_rate(Backend& backend, int warmup, int steps, int batch,
+                      const std::function<void()>& issue) {
+  for (int s = 0; s < warmup; ++s) issue();
+  finish_steps(backend);
+  const auto t0 = Clock::now();
+  for (int s = 0; s < steps; ++s) issue();
+  finish_steps(backend);
+  return double(steps) * batch / seconds_since(t0);
 }
 
 // Images/s of `steps` steps fed by the prefetcher, after `warmup` untimed ones.
@@ -132,7 +148,7 @@ std::pair<double, double> stem_conv_ms(Backend& backend, const Tensor& images, i
 
 int main(int argc, char** argv) {
   ResNetConfig mc;
-  int batch = 256, steps = 50, warmup = 10, workers = 8, train_images = 20000;
+  int batch = 256, steps = 50, warmup = 10, workers = 8, train_images = 20000, rounds = 3;
   std::string amp = "bf16", conv_algo_cache;
   double peak = 0;
   CLI::App app{"GPU training-step benchmark"};
@@ -141,6 +157,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", batch)->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--rounds", rounds,
+                 "on-device rounds, eager and CUDA graph interleaved; the medians are reported")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app.add_option("--amp", amp, "bf16, fp16 or off")->capture_default_str();
   app.add_option("--workers", workers, "loader threads for the real-loader run")
       ->capture_default_str();
@@ -195,12 +215,26 @@ int main(int argc, char** argv) {
   Tensor labels = backend->zeros(first->labels.shape(), DType::i32);
   backend->copy(first->images, images);
   backend->copy(first->labels, labels);
-  for (int s = 0; s < warmup; ++s) step(model, *backend, sgd, images, labels);
-  finish_steps(*backend);
-  auto t0 = Clock::now();
-  for (int s = 0; s < steps; ++s) step(model, *backend, sgd, images, labels);
-  finish_steps(*backend);
-  const double on_device = double(steps) * batch / seconds_since(t0);
+  // Eager steps and the same steps replayed from a CUDA graph (--cuda-graph), round by round.
+  const DeviceBatch on_device_batch{images, labels};
+  StepProfiler untimed(*backend, ProfileMode::off);
+  StepGraph graph(*backend);
+  const auto eager = [&] { step(model, *backend, sgd, images, labels); };
+  const auto replayed = [&] {
+    sgd.prepare(0.01f);
+    graph.run(on_device_batch, untimed, [&](const DeviceBatch& in, StepProfiler*) {
+      model.parameters().zero_grad(*backend);
+      record_forward_backward(model, in.images, in.labels, LossSettings{});
+      sgd.update();
+    });
+  };
+  std::vector<double> eager_rates, graph_rates;
+  for (int r = 0; r < rounds; ++r) {
+    eager_rates.push_back(on_device_rate(*backend, warmup, steps, batch, eager));
+    graph_rates.push_back(on_device_rate(*backend, warmup, steps, batch, replayed));
+  }
+  const double on_device = bench::median(eager_rates);
+  const double on_graph = bench::median(graph_rates);
 
   // The real loader: batches assembled by the workers, copied while the previous step computes;
   // then the same with the augmentation on the GPU.
@@ -211,12 +245,15 @@ int main(int argc, char** argv) {
   std::printf("device: %s; resnet%d-cifar width %.2f, batch %d, %s\n", name.c_str(), mc.depth,
               mc.width, batch, dtype_name(o.compute).c_str());
   for (const auto& [label, rate] : {std::pair<const char*, double>{"on-device data", on_device},
+                                    {"on-device, graph", on_graph},
                                     {"real loader", with_loader},
                                     {"loader, GPU aug", augment_on_device}}) {
     const double tflops = rate * gflop_per_image * 1e-3;
     std::printf("%-16s %10.0f img/s  %7.1f TFLOP/s  MFU %s\n", label, rate, tflops,
                 peak > 0 ? str_cat(100 * tflops / peak, "%").c_str() : "n/a (unknown peak)");
   }
+  std::printf("CUDA graph / eager, on-device: %.3f (medians of %d interleaved rounds)\n",
+              on_graph / on_device, rounds);
   std::printf("loader / on-device: %.3f (%d workers)\n", with_loader / on_device, workers);
   std::printf("loader with GPU augmentation / on-device: %.3f\n", augment_on_device / on_device);
   const double step_ms = 1e3 * batch / on_device;

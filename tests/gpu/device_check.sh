@@ -45,11 +45,11 @@ STAGES=(
   env:15      # ldd x4, nvidia-smi, cudnn_probe --versions, 1 CPU step of a tiny model: 2 s
   cudnn:30    # cudnn_probe --find: 696 heuristic queries, the 348 NHWC ones measured: 7 s
   warm:40     # 3 x ringtrain train, 2 steps each, every convolution searched once: 11 s
-  tests:60    # 43 tests in one process, those that did not pass alone, reruns capped: 5 s
-  memcheck:30 # a probe of one test, then 9 f32 op tests under memcheck: 2 s
+  tests:50    # 43 tests in one process, those that did not pass alone, reruns capped: 5 s
+  memcheck:25 # a probe of one test, then 9 f32 op tests under memcheck: 2 s
   cifar10:40  # untar, import 60,000 JPEGs on 16 cores, 1 epoch of ResNet-18 b256 + eval: 7 s
-  resnet50:75 # bench_train_gpu 3 x 40 steps, synth 25,600 images, 3 x 2 epochs train (one with
-              # --cuda-graph, not yet timed): 37 s without it
+  resnet50:90 # bench_train_gpu 3 x 40 steps, synth 25,600 images, 2 x 2 epochs train: 37 s;
+              # since, 3 rounds of eager and graph steps and a third train, --cuda-graph: untimed
   dp:20       # 20 steps of 2 replicas x 128, ResNet-50, one GPU: 5 s
   pytorch:60  # import torch twice, 40 eager steps of ResNet-50 b256 (cudnn.benchmark): ~22 s
   mpi:20      # mpirun -np 1, 20 steps of ResNet-18 b256 on synthetic data: 5 s

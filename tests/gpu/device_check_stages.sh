@@ -358,7 +358,7 @@ EOF
 # bench_train_gpu's three rates ("LABEL  N img/s  T TFLOP/s  MFU M%") into perf.tsv.
 bench_perf() {
   local label rate tflops mfu
-  local line='^(on-device data|real loader|loader, GPU aug) +([0-9.]+) img/s +([0-9.]+) TFLOP/s'
+  local line='^(on-device data|on-device, graph|real loader|loader, GPU aug) +([0-9.]+) img/s +([0-9.]+) TFLOP/s'
   while IFS=$'\t' read -r label rate tflops mfu; do
     perf "bench_train_gpu resnet50 bf16 b256, $label" img_per_s "$rate"
     perf "bench_train_gpu resnet50 bf16 b256, $label" tflops "$tflops"
