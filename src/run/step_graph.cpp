@@ -29,7 +29,12 @@ void StepGraph::capture(const DeviceBatch& batch, const Work& work) {
   backend_.copy(batch.images, input_.images);
   backend_.copy(batch.labels, input_.labels);
   backend_.begin_capture();
-  work(input_, nullptr);
+  try {
+    work(input_, nullptr);
+  } catch (...) {
+    backend_.drop_capture();  // the device leaves capture mode before the error goes on
+    throw;
+  }
   backend_.end_capture();
   captured_ = true;
 }

@@ -91,7 +91,11 @@ class RecordingBackend final : public Backend {
     RT_CHECK(!kept_.empty(), "recording backend: nothing captured");
     for (const auto& op : kept_) op();
   }
-  void drop_capture() override { kept_.clear(); }
+  void drop_capture() override {
+    capturing_ = false;
+    ops_.clear();
+    kept_.clear();
+  }
 
   void augment(const Tensor& raw, const Tensor& crops, const Tensor& table, int pad,
                Tensor& out) override {

@@ -121,5 +121,27 @@ TEST(StepGraphReplay, HostWritesAndReadsInsideACaptureAreRefused) {
   recording.end_capture();
 }
 
+// An error inside the captured work leaves the device out of capture mode, keeping nothing:
+// the next step runs and captures as the first did.
+TEST(StepGraphReplay, AnErrorWhileCapturingEndsTheCapture) {
+  CpuBackend inner(1);
+  test::RecordingBackend recording(inner);
+  StepProfiler profiler(recording, ProfileMode::off);
+  StepGraph steps(recording);
+  const DeviceBatch batch = batch_at(0);
+  int calls = 0;
+  const auto fails_when_captured = [&](const DeviceBatch&, StepProfiler* p) {
+    ++calls;
+    if (!p) throw Error("the work failed");
+  };
+  steps.run(batch, profiler, fails_when_captured);
+  steps.run(batch, profiler, fails_when_captured);
+  EXPECT_EQ(test::error_of([&] { steps.run(batch, profiler, fails_when_captured); }),
+            "the work failed");
+  EXPECT_EQ(calls, 3);
+  EXPECT_NO_THROW(recording.begin_capture());  // no capture was left open
+  recording.end_capture();
+}
+
 }  // namespace
 }  // namespace ringtrain

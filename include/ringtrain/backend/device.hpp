@@ -69,7 +69,8 @@ class Device {
   // and replay() issues the kept work again as one launch, reading whatever its device memory
   // holds by then. While capturing, no op may read a value back or wait for the device, and
   // the work must not depend on host values that change between replays (the learning rate is
-  // written to the device: Device::write). drop_capture() lets the kept work's memory go.
+  // written to the device: Device::write). drop_capture() ends a capture still open (an error
+  // interrupted it) keeping nothing, and lets the kept work's memory go.
   // capture_unsupported() says why a device cannot capture, or is empty when it can.
   virtual std::string capture_unsupported() const {
     return "step capture (--cuda-graph) needs a CUDA device";

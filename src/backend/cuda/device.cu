@@ -109,7 +109,7 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
 }
 
 CudaBackend::~CudaBackend() {
-  if (capture_) abandon_capture();
+  if (capture_) abandon_capture();  // an error ended the work being captured
   warn_on_error(cudaStreamSynchronize(compute_), "cudaStreamSynchronize(compute)");
   warn_on_error(cudaStreamSynchronize(copy_), "cudaStreamSynchronize(copy)");
   drop_capture();

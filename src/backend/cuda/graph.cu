@@ -38,6 +38,7 @@ void CudaBackend::replay() {
 // memory its pool gives back. It happens when the batch's shape changes (at most twice an
 // epoch) and at the end.
 void CudaBackend::drop_capture() {
+  if (capture_) abandon_capture();
   if (!graph_) return;
   RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
   warn_on_error(cudaGraphExecDestroy(graph_->exec), "cudaGraphExecDestroy");
