@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests of tests/gpu/device_check.sh that need no GPU.
 #   check_device_check.sh dry-run
-#       --dry-run: exit 0, ten stages in order, each "skipped: no GPU (dry run)", in
+#       --dry-run: exit 0, twelve stages in order, each "skipped: no GPU (dry run)", in
 #       results.tsv, summary.md and on stdout; $OUT holds the six outputs and nothing the lent
 #       machine would leave behind; summary.md names the commit (build-gpu/bundle/COMMIT first);
 #       and the real mode stops at once, saying why, when nvidia-smi fails or lists no GPU.
@@ -31,7 +31,7 @@ expect() { # expect NAME COMMAND...: passes when the command succeeds
   shift
   if "$@"; then ok "$name"; else bad "$name"; fi
 }
-stages="env cudnn warm tests memcheck cifar10 resnet50 dp pytorch mpi"
+stages="env cudnn warm tests memcheck cifar10 resnet50 dp pytorch mpi profile compile"
 outputs="cudnn_algos.tsv gpu_tests.tsv logs.tgz perf.tsv results.tsv summary.md"
 
 # results.tsv: the header, then one line of 4 tab-separated columns per stage, in order, each
@@ -103,7 +103,7 @@ dry_run() {
   OUT=$out timeout 60 bash "$check" --dry-run >"$tmp/dry.txt" 2>&1
   rc=$?
   expect "dry run exits 0" [ "$rc" -eq 0 ]
-  expect "dry run: results.tsv has the 10 stages in order, 4 columns each" well_formed "$out"
+  expect "dry run: results.tsv has the 12 stages in order, 4 columns each" well_formed "$out"
   expect "dry run: every stage 'skipped: no GPU (dry run)'" \
     [ "$(tail -n +2 "$out/results.tsv" | cut -f2 | sort -u)" = "skipped: no GPU (dry run)" ]
   expect "dry run: the table printed" has_table "$tmp/dry.txt"
@@ -302,7 +302,7 @@ rerun_two_stages() {
     DEVICE_CHECK_RERUN_BUDGET=0 timeout 300 bash "$check" --only tests,memcheck \
     >"$case/stdout2" 2>&1
   expect "--only tests,memcheck: the other stages skipped" \
-    [ "$(awk -F'\t' '$2 == "skipped: not in --only"' "$out/results.tsv" | wc -l)" -eq 8 ]
+    [ "$(awk -F'\t' '$2 == "skipped: not in --only"' "$out/results.tsv" | wc -l)" -eq 10 ]
   expect "--only: a sanitizer refusing the device skips memcheck in its words" \
     [ "$(result_of "$out" memcheck)" = "skipped: compute-sanitizer cannot run on this device:\
  Error: Device not supported (error 999)" ]
@@ -374,14 +374,14 @@ fake_gpu() {
   help=$("$ringtrain" train --help 2>&1)
   listed=$("$gpu_tests" --gtest_list_tests | grep -c '^  ')
   expect "fake GPU: exit 1 (stages failed)" [ "$rc" -eq 1 ]
-  expect "fake GPU: results.tsv has the 10 stages in order, 4 columns each" well_formed "$out"
+  expect "fake GPU: results.tsv has the 12 stages in order, 4 columns each" well_formed "$out"
   expect "fake GPU: the table printed" has_table "$case/stdout"
   expect "fake GPU: the table in summary.md" has_table "$out/summary.md"
   expect "fake GPU: summary.md says the check finished" grep -q '^- status: finished$' \
     "$out/summary.md"
   outputs_of_run "$out" "$logs" "fake GPU"
   expect "fake GPU: logs.tgz holds every stage's log" \
-    [ "$(for s in $stages; do [ -f "$logs/logs/$s.log" ] && echo "$s"; done | wc -l)" -eq 10 ]
+    [ "$(for s in $stages; do [ -f "$logs/logs/$s.log" ] && echo "$s"; done | wc -l)" -eq 12 ]
   expect "fake GPU: env fails, saying the driver is older than the CUDA runtime" \
     contains "$(result_of "$out" env)" "the driver supports CUDA 12080, the binaries need 13000"
   expect "fake GPU: cudnn ok" [ "$(result_of "$out" cudnn)" = ok ]
@@ -390,6 +390,11 @@ fake_gpu() {
     [ "$(awk -F'\t' 'NF == 7' "$out/cudnn_algos.tsv" | wc -l)" -eq 4 ]
   expect "fake GPU: cudnn_algos.tsv tells heuristic answers from measured ones" \
     [ "$(cut -f6 "$out/cudnn_algos.tsv" | tr '\n' ' ')" = "method heuristic heuristic find " ]
+  expect "fake GPU: profile skipped without nsys or PyTorch with CUDA" [ "$(result_of "$out" \
+    profile)" = "skipped: neither Nsight Systems nor PyTorch with CUDA here" ]
+  expect "fake GPU: profile asked nvidia-smi for the clocks" [ -f "$logs/logs/gpu_clocks.txt" ]
+  expect "fake GPU: compile skipped without PyTorch with CUDA" \
+    [ "$(result_of "$out" compile)" = "skipped: PyTorch with CUDA is not here" ]
   tests_stage "$out" "$logs" "$listed"
   memcheck_stage "$out" "$case" "$gpu_tests"
   training_stages "$out" "$logs" "$help"

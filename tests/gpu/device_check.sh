@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check: ten stages for one short turn on a machine with an NVIDIA GPU, each under its
+# The GPU check: twelve stages for one short turn on a machine with an NVIDIA GPU, each under its
 # own hard deadline, the whole check under 7 minutes (420 s), each recorded the moment it ends, so
 # that a check killed half-way still leaves what it found.
 #
@@ -20,6 +20,8 @@
 #   dp        ResNet-50 bf16 under DataParallel: 2 replicas sharing the GPU, its phase table
 #   pytorch   PyTorch eager on the same model and device, for the ratio
 #   mpi       ringtrain train under mpirun -np 1
+#   profile   a step's kernel time grouped, ringtrain (under nsys) beside PyTorch eager; clocks
+#   compile   torch.compile beside eager, the rate to reach
 #
 # Output, in $OUT (default build-gpu/check), six files, because the lent machine returns at most
 # 8 files, 2 folders deep: summary.md (rewritten after every stage), results.tsv (stage, result,
@@ -38,9 +40,10 @@ set -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SELF="$ROOT/tests/gpu/device_check.sh"
 # name:deadline in seconds, and what the stage runs with the seconds it took on an H200 in the
-# first run (2026-12-04: 108 s in all; docs/perf/gpu-runs/). The deadlines sum to 390 s; with up
-# to 2 s for each stage to die after its deadline, 410 s. CHECK_LIMIT cuts a late stage's
-# deadline short (or skips it) should the start-up have taken long.
+# first run (2026-12-04: 108 s in all; docs/perf/gpu-runs/). The first ten deadlines sum to 390
+# s; with up to 2 s for each stage to die after its deadline, 410 s. CHECK_LIMIT cuts a late
+# stage's deadline short (or skips it) should the start-up have taken long; profile and compile
+# come last and get what the stages before them left (the first run's left about 300 s).
 STAGES=(
   env:15      # ldd x4, nvidia-smi, cudnn_probe --versions, 1 CPU step of a tiny model: 2 s
   cudnn:30    # cudnn_probe --find: 696 heuristic queries, the 348 NHWC ones measured: 7 s
@@ -53,6 +56,8 @@ STAGES=(
   dp:20       # 20 steps of 2 replicas x 128, ResNet-50, one GPU: 5 s
   pytorch:60  # import torch twice, 40 eager steps of ResNet-50 b256 (cudnn.benchmark): ~22 s
   mpi:20      # mpirun -np 1, 20 steps of ResNet-18 b256 on synthetic data: 5 s
+  profile:45  # nvidia-smi -q, bench_train_gpu under nsys (52 steps), 5 PyTorch steps profiled
+  compile:90  # torch.compile of ResNet-50 beside eager, 30 steps each; cut short by CHECK_LIMIT
 )
 CHECK_LIMIT=410  # seconds from the start by which every stage has ended, leaving 10 s to spare
 KILL_MARGIN=2    # timeout --kill-after: what a stage that ignores SIGTERM gets to die

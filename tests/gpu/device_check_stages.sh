@@ -442,6 +442,66 @@ print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN",
   key "eager $eager img/s; ringtrain on-device / eager: $ratio"
 }
 
+# Where this machine has Nsight Systems: on the PATH, or where CUDA and NVIDIA install it.
+find_nsys() {
+  local candidate
+  for candidate in "$(command -v nsys)" /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys; do
+    [ -x "$candidate" ] && echo "$candidate" && return 0
+  done
+  return 1
+}
+
+# The kernel time of a step, grouped (tools/kernel_groups.py), ringtrain's beside PyTorch eager's
+# in kernel_groups.md; and the GPU's clocks, power and performance state, once, so that a
+# throttled or shared GPU shows. ringtrain's is bench_train_gpu under Nsight Systems where the
+# machine has it: 52 steps (3 + 10 eager and again from a CUDA graph, 2 x 13 with the loader;
+# its stem micro-benchmark's few convolutions count too); PyTorch's, 5 eager steps under
+# torch.profiler.
+stage_profile() {
+  need_bin bench_train_gpu
+  within nvidia-smi -q -d CLOCK,POWER,PERFORMANCE >"$LOGS/gpu_clocks.txt" 2>&1 ||
+    echo "nvidia-smi -q -d CLOCK,POWER,PERFORMANCE: exit $?"
+  local runs=() nsys
+  if nsys=$(find_nsys); then
+    echo "-- $nsys profile bench_train_gpu (52 steps)"
+    within "$nsys" profile -t cuda -o "$WORK/ringtrain" --force-overwrite true \
+      "$BIN/bench_train_gpu" --depth 50 --batch-size 256 --amp bf16 --steps 10 --warmup 3 \
+      --rounds 1 --workers "$(workers)" ${BENCH_CACHE:+--conv-algo-cache "$BENCH_CACHE"} ||
+      fail "nsys profile bench_train_gpu exit $?"
+    within "$nsys" stats -q -r cuda_gpu_kern_sum -f csv -o "$WORK/ringtrain" \
+      "$WORK/ringtrain.nsys-rep" || fail "nsys stats exit $?"
+    runs+=("ringtrain=$WORK/ringtrain_cuda_gpu_kern_sum.csv:52")
+  else
+    echo "-- no nsys here: ringtrain's kernels are not profiled"
+  fi
+  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    within python3 "$ROOT/bench/pytorch_train_gpu.py" --depth 50 --batch-size 256 --steps 5 \
+      --warmup 5 --kernel-csv "$WORK/pytorch_kernels.csv" --profile-steps 5 ||
+      fail "pytorch_train_gpu.py --kernel-csv exit $?"
+    runs+=("pytorch-eager=$WORK/pytorch_kernels.csv:5")
+  fi
+  [ ${#runs[@]} -gt 0 ] || skip "neither Nsight Systems nor PyTorch with CUDA here"
+  python3 "$ROOT/tools/kernel_groups.py" "${runs[@]}" >"$LOGS/kernel_groups.md" ||
+    fail "kernel_groups.py exit $?"
+  cat "$LOGS/kernel_groups.md"
+  key "kernel ms/step $(grep '^| total' "$LOGS/kernel_groups.md" | tr -s ' ')"
+}
+
+# torch.compile (default mode) beside eager, in one process: the rate ringtrain's graph is to
+# reach. Last, because compiling ResNet-50 takes a minute or more: the check's limit cuts it
+# short before it cuts anything else.
+stage_compile() {
+  python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null ||
+    skip "PyTorch with CUDA is not here"
+  within python3 "$ROOT/bench/pytorch_train_gpu.py" --depth 50 --batch-size 256 --steps 30 \
+    --warmup 10 --compile || fail "pytorch_train_gpu.py --compile exit $?"
+  local eager compiled
+  eager=$(grab 'eager .*: +([0-9]+) img/s' "$LOGS/compile.log")
+  compiled=$(grab 'compile .*: +([0-9]+) img/s' "$LOGS/compile.log")
+  perf "pytorch torch.compile resnet50 bf16 b256 channels_last" img_per_s "$compiled"
+  key "eager $eager img/s; torch.compile $compiled img/s"
+}
+
 stage_mpi() {
   need_bin ringtrain
   command -v mpirun >/dev/null || skip "no mpirun on this machine"
