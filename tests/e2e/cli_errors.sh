@@ -37,6 +37,7 @@ expect_error negative_batch "--batch-size" train --batch-size -4
 expect_error bad_depth "--depth" train --depth 42
 expect_error dp_uneven_batch "splits the batch of 33 evenly over 2 devices" train --mode dp --devices 2 --batch-size 33 --steps 1
 expect_error dp_share_device_without_dp "--dp-share-device is for --mode dp" train --dp-share-device --steps 1
+expect_error cuda_graph_on_cpu "--cuda-graph is for --device cuda" train --device cpu --cuda-graph --steps 1
 expect_error no_subcommand "subcommand" 
 expect_error bad_amp "--amp" train --amp fp8
 if ! nvidia-smi -L >/dev/null 2>&1; then
