@@ -207,6 +207,9 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t) {
 cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void*, size_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
 cublasStatus_t cublasGetProperty(libraryPropertyType, int* value) {
   *value = 0;
   return CUBLAS_STATUS_SUCCESS;

@@ -99,6 +99,11 @@ CudaBackend::CudaBackend(const CudaOptions& options) : options_(options) {
                                          [](void* p) { warn_on_error(cudaFree(p), "cudaFree"); });
   loss_log_ = zeros({static_cast<int64_t>(sizeof(kernels::LossLog))}, DType::u8);
   arrivals_ = zeros({1}, DType::i32);
+  // Note: cuBLAS's workspace is ours, so that a captured step (a CUDA graph) never has cuBLAS
+  // allocate one inside the capture; 32 MiB is what NVIDIA advises for Hopper, enough below it.
+  cublas_workspace_ = zeros({int64_t{32} << 20}, DType::u8);
+  RT_CUDA_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.raw(),
+                                   static_cast<size_t>(cublas_workspace_.nbytes())));
   if (!options.conv_algo_cache.empty() && !options.deterministic) {
     cudaDeviceProp prop{};
     RT_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
@@ -114,6 +119,7 @@ CudaBackend::~CudaBackend() {
   warn_on_error(cudaStreamSynchronize(copy_), "cudaStreamSynchronize(copy)");
   drop_capture();
   workspace_ = Tensor();
+  cublas_workspace_ = Tensor();
   for (cudaEvent_t e : marks_.values()) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
   for (cudaEvent_t e : free_marks_) warn_on_error(cudaEventDestroy(e), "cudaEventDestroy");
   warn_on_error(cudaFreeHost(host_scalar_), "cudaFreeHost");
