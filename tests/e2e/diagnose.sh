@@ -2,7 +2,11 @@
 # `ringtrain diagnose` names the bottleneck that was built in: a loader slowed by the test-only
 # --debug-loader-delay-ms is data-bound, an all-reduce slowed by --debug-comm-delay-ms under
 # mpirun -np 2 is communication-bound; and `train --workers auto` picks a worker count. The
-# delays (2.5 s per batch, 1 s per all-reduce) dwarf the compute even of the sanitizer build.
+# delays (0.8 s per batch, 0.4 s per all-reduce) dwarf the compute even of the sanitizer build:
+# there a batch computed in 42 to 90 ms and a backward pass took 32 to 86 ms (2-core CI machine,
+# the other core busy or not), and the verdicts turn only past 730 ms a batch (delay / 1.1) and
+# 800 ms a backward pass (twice the all-reduce): 8x or more, enough on a 3x slower machine.
+# Each diagnosis waits for about 15 delays (two probes, then 10 full steps).
 #   tests/e2e/diagnose.sh MPIEXEC build/ringtrain
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
@@ -22,9 +26,9 @@ expect_verdict() {
 }
 
 expect_verdict slow_loader data-bound "$bin" diagnose "${model[@]}" --workers 1 \
-  --debug-loader-delay-ms 2500
+  --debug-loader-delay-ms 800
 expect_verdict slow_allreduce communication-bound "$mpiexec" -n 2 --oversubscribe "$bin" \
-  diagnose "${model[@]}" --debug-comm-delay-ms 1000
+  diagnose "${model[@]}" --debug-comm-delay-ms 400
 
 if timeout 180 "$bin" train "${model[@]}" --workers auto --steps 2 --no-eval >"$dir/log" 2>&1 &&
   grep -q -- "--workers auto: [0-9]* loader thread" "$dir/log"; then
