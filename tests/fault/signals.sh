@@ -120,8 +120,12 @@ else
 fi
 
 # SIGTERM to the job script (jobs/mpirun_1node.sh): passed on to mpirun as SIGUSR1, exit 75.
+# Note: once a rank exits 75, Open MPI's mpirun aborts the rest of the job and waits twice
+# odls_base_sigkill_timeout before it exits, even with every rank gone: the script's default of
+# 10 s made this case take 20 s. The 3 s of the case above leaves the ranks as long to finish
+# writing the checkpoint; the script keeps a value set in the environment.
 c=$dir/job
-(RINGTRAIN_BIN=$bin RINGTRAIN_RUN_DIR=$dir/run RINGTRAIN_CKPT_DIR=$c NP=2 \
+(OMPI_MCA_odls_base_sigkill_timeout=3 RINGTRAIN_BIN=$bin RINGTRAIN_RUN_DIR=$dir/run RINGTRAIN_CKPT_DIR=$c NP=2 \
   RINGTRAIN_ARGS="${job_model[*]} --steps 100 --batch-size 8 --debug-loader-delay-ms 40" \
   exec bash "$repo/jobs/mpirun_1node.sh") >"$dir/job.log" 2>&1 &
 pid=$!
