@@ -35,19 +35,25 @@ signal_at_step5() {
   scancel --signal=USR1 "$1"
 }
 
-# wait_done JOB: until the job has ended.
+# wait_done JOB: until the job has ended (1,800 looks 0.1 s apart at most).
 wait_done() {
   for _ in $(seq 1800); do
-    case $(job_field "$1" JobState) in COMPLETED | FAILED | CANCELLED) return ;; esac
+    case $(job_field "$1" JobState) in
+      COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE) return ;;
+    esac
     sleep 0.1
   done
 }
 
-# submit NAME SBATCH_ARGS...: runs to its end (sbatch --wait); prints the job id.
+# submit NAME SBATCH_ARGS...: runs to its end; prints the job id.
+# Note: not `sbatch --wait`, which looks at the job after 2 s, then 8 s more (Slurm 22.05): a job
+# of 3 s took 10. wait_done looks every 0.1 s.
 submit() {
-  local name=$1
+  local name=$1 id
   shift
-  sbatch --parsable --wait --job-name="$name" --output="$dir/$name-%j.out" "$@" 2>/dev/null | tail -1
+  id=$(sbatch --parsable --job-name="$name" --output="$dir/$name-%j.out" "$@" 2>/dev/null | tail -1)
+  wait_done "$id"
+  echo "$id"
 }
 
 # The scripts ask for GPUs and several cores per task; this node has neither.
@@ -75,9 +81,10 @@ fi
 fresh=$dir/clone
 git clone -q "$root" "$fresh" 2>/dev/null || { mkdir -p "$fresh" && cp -r "$root/jobs" "$fresh/"; }
 export OUT=$dir/cmp RINGTRAIN=$bin STEPS=4 GLOBAL_BATCH=16
-id=$(cd "$fresh" && sbatch --parsable --wait --job-name=rt-compare --gpus-per-node=0 \
+id=$(cd "$fresh" && sbatch --parsable --job-name=rt-compare --gpus-per-node=0 \
   --cpus-per-task=2 jobs/compare_strategies.sbatch --data "$dir/small.h5" --depth 18 \
   --width 0.125 2>/dev/null | tail -1)
+wait_done "$id"
 if [ "$(job_field "$id" JobState)" = COMPLETED ] && [ -s "$fresh/rt-compare-$id.out" ] &&
   [ "$(grep -cE '^\| (DataParallel|DDP), .* \| [0-9.]+ \|' "$dir/cmp/compare.md")" -eq 3 ]; then
   echo "ok   compare_strategies.sbatch from a fresh clone: job $id COMPLETED, three rows measured"
