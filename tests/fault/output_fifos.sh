@@ -7,27 +7,41 @@ source "$(dirname "$0")/checkpoint_common.sh"
 fail_log=$dir/err
 
 # settled LOG: waits (60 s at most) until LOG has stopped growing for 2 s: the run logs every step,
-# so it is then waiting on something.
+# so it is then waiting on something. Looks every 0.5 s (every 2 s took 4 to 6 s).
 settled() {
-  local before=-1 now
-  for _ in $(seq 30); do
+  local before=-1 now same=0
+  for _ in $(seq 120); do
     now=$(stat -c %s "$1")
-    [ "$now" -gt 0 ] && [ "$now" -eq "$before" ] && return
+    if [ "$now" -gt 0 ] && [ "$now" -eq "$before" ]; then
+      same=$((same + 1))
+      [ "$same" -ge 4 ] && return
+    else
+      same=0
+    fi
     before=$now
-    sleep 2
+    sleep 0.5
   done
 }
 
-# stopped NAME DATA SECONDS WARNING ARGS...: `train ARGS` on DATA in the background, SIGTERM once
-# it has run SECONDS (or once its log has settled, for SECONDS "settled"); passes when it ends
-# within 30 s of the signal with exit 75 and WARNING.
+# logged LOG PATTERN: waits (60 s at most) until a line of LOG matches PATTERN.
+logged() {
+  for _ in $(seq 600); do
+    grep -q -- "$2" "$1" && return
+    sleep 0.1
+  done
+}
+
+# stopped NAME DATA WHEN WARNING ARGS...: `train ARGS` on DATA in the background, SIGTERM once
+# its log has a line matching WHEN (or once it has settled, for WHEN "settled"); passes when it
+# ends within 30 s of the signal with exit 75 and WARNING.
+# Note: the runs were given a fixed 2 s before; they reach the FIFO in well under 1 s here.
 stopped() {
-  local name=$1 data=$2 seconds=$3 warning=$4 pid rc
+  local name=$1 data=$2 when=$3 warning=$4 pid rc
   shift 4
   "$bin" train --data "$data" --batch-size 16 "${model[@]}" --steps 100000 \
     --checkpoint-dir "$dir/ck_$name" "$@" >"$dir/$name.log" 2>&1 </dev/null &
   pid=$!
-  if [ "$seconds" = settled ]; then settled "$dir/$name.log"; else sleep "$seconds"; fi
+  if [ "$when" = settled ]; then settled "$dir/$name.log"; else logged "$dir/$name.log" "$when"; fi
   kill -TERM "$pid"
   if ! timeout 30 tail --pid="$pid" -f /dev/null; then
     kill -KILL "$pid"
@@ -49,13 +63,14 @@ stopped() {
 mkfifo "$dir/metrics.fifo" "$dir/summary.fifo"
 mkdir "$dir/traces"
 mkfifo "$dir/traces/trace_rank0.json"
-# One step per epoch: a run stopped in its first epoch writes no summary or trace, and on a slow
-# machine (the sanitizer build) 2 s may not finish an epoch of $data.
+# One step per epoch: a run stopped in its first epoch writes no summary or trace (those two are
+# written as the run ends: the signal waits for the first epoch's end); --metrics gets a line at
+# each epoch's end (the signal waits for its warning).
 "$bin" data synth --out "$dir/one_batch.h5" --train 16 --test 16 --height 16 --width 16 >/dev/null
 none="is a FIFO that no process reads"
-stopped metrics_fifo_without_reader "$dir/one_batch.h5" 2 "$none" --metrics "$dir/metrics.fifo"
-stopped summary_fifo_without_reader "$dir/one_batch.h5" 2 "$none" --summary "$dir/summary.fifo"
-stopped trace_fifo_without_reader "$dir/one_batch.h5" 2 "$none" --profile trace \
+stopped metrics_fifo_without_reader "$dir/one_batch.h5" "$none" "$none" --metrics "$dir/metrics.fifo"
+stopped summary_fifo_without_reader "$dir/one_batch.h5" "epoch 1 done" "$none" --summary "$dir/summary.fifo"
+stopped trace_fifo_without_reader "$dir/one_batch.h5" "epoch 1 done" "$none" --profile trace \
   --trace-dir "$dir/traces"
 
 # A reader that stopped reading: with one step per epoch, the epochs' lines fill the FIFO (64 KiB,
