@@ -4,14 +4,10 @@
 // the same and all of them reach the loss log, which a replayed step appends to on the device.
 // What this adds to the CPU's replay tests (tests/unit/test_step_graph.cpp): CUDA's own stream
 // capture, cuDNN and cuBLAS inside it, and the device-side loss log. Skipped without a GPU.
-#include <unistd.h>
-
 #include <cstring>
-#include <filesystem>
 
+#include "../support/small_run.hpp"
 #include "gpu_test_util.hpp"
-#include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/run/session.hpp"
 #include "ringtrain/run/step.hpp"
 
@@ -21,27 +17,11 @@ namespace {
 constexpr int64_t kSteps = 8;
 
 TrainConfig graph_test_config(bool cuda_graph) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ringtrain_gpu_graph_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  SynthConfig synth;
-  synth.train_count = 256;
-  synth.test_count = 16;
-  synth.height = synth.width = 16;
-  TrainConfig c;
-  c.data = (dir / "data.h5").string();
-  if (!std::filesystem::exists(c.data)) write_hdf5_dataset(c.data, make_synthetic(synth));
-  c.device = DeviceKind::cuda;
+  TrainConfig c = test::small_cuda_run(cuda_graph ? "graph" : "eager");
   c.deterministic = true;
   c.cuda_graph = cuda_graph;
-  c.model.depth = 18;
-  c.model.width = 0.25;
-  c.batch_size = 16;
   c.steps = kSteps;
   c.warmup_steps = 3;
-  c.log_interval_s = 1e9;
-  c.final_checkpoint = false;
-  c.checkpoint_dir = (dir / (cuda_graph ? "graph" : "eager")).string();
   return c;
 }
 

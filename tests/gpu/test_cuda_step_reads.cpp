@@ -2,45 +2,19 @@
 // their losses are taken (one read for all of them); fp16 reads one value a step, its finite
 // check. Counted by Device::values_read, which a copy to the host also counts. Skipped, with the
 // reason, where there is no GPU.
-#include <unistd.h>
-
-#include <filesystem>
-
+#include "../support/small_run.hpp"
 #include "gpu_test_util.hpp"
-#include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/run/session.hpp"
 #include "ringtrain/run/step.hpp"
 
 namespace ringtrain {
 namespace {
 
-std::filesystem::path test_folder() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ringtrain_gpu_tests_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 TrainConfig small_cuda_config(Precision amp) {
-  const std::filesystem::path dir = test_folder();
-  SynthConfig synth;
-  synth.train_count = 256;
-  synth.test_count = 64;
-  synth.height = synth.width = 16;
-  TrainConfig c;
-  c.data = (dir / "step_reads.h5").string();
-  write_hdf5_dataset(c.data, make_synthetic(synth));
-  c.device = DeviceKind::cuda;
+  TrainConfig c = test::small_cuda_run(str_cat("step_reads_", to_string(amp)));
   c.amp = amp;
-  c.model.depth = 18;
-  c.model.width = 0.25;
-  c.batch_size = 16;
   c.accum_steps = 2;
   c.steps = 3;
-  c.log_interval_s = 1e9;
-  c.final_checkpoint = false;
-  c.checkpoint_dir = (dir / "step_reads_checkpoints").string();
   return c;
 }
 

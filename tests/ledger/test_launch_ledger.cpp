@@ -9,14 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
-#include <filesystem>
-
+#include "../support/small_run.hpp"
 #include "ledger.hpp"
 #include "ringtrain/backend/cuda/cuda_backend.hpp"
-#include "ringtrain/data/hdf5_io.hpp"
-#include "ringtrain/data/synthetic.hpp"
 #include "ringtrain/nn/forward_backward.hpp"
 #include "ringtrain/optim/sgd.hpp"
 #include "ringtrain/run/session.hpp"
@@ -114,23 +109,8 @@ TEST(LaunchLedger, ResNet50StepBudget) {
 ledger::Counts trainer_step(int64_t counted, bool cuda_graph) {
   ledger::set_compute_capability(RINGTRAIN_LEDGER_ARCHITECTURE / 10,
                                  RINGTRAIN_LEDGER_ARCHITECTURE % 10);
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ringtrain_launch_ledger_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  SynthConfig synth;
-  synth.train_count = 256;
-  synth.test_count = 16;
-  TrainConfig c;
-  c.data = (dir / "data.h5").string();
-  write_hdf5_dataset(c.data, make_synthetic(synth));
-  c.device = DeviceKind::cuda;
-  c.model.depth = 18;
-  c.model.width = 0.25;
-  c.batch_size = 8;
+  TrainConfig c = test::small_cuda_run(cuda_graph ? "graph" : "eager");
   c.steps = 8;
-  c.log_interval_s = 1e9;
-  c.final_checkpoint = false;
-  c.checkpoint_dir = (dir / "checkpoints").string();
   c.cuda_graph = cuda_graph;
   TrainSession s(c);
   s.train_batches->start_epoch(0);

@@ -196,7 +196,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<ConvAlgoFile> algo_file_;  // null: searches are not kept
   Tensor workspace_;
   Tensor cublas_workspace_;  // cublasSetWorkspace's
-  Tensor arrivals_;  // one u32, 0 between launches: launch_then_finish's count of blocks
+  Tensor arrivals_;          // one u32, 0 between launches: launch_then_finish's count of blocks
   unsigned* arrivals() { return static_cast<unsigned*>(arrivals_.raw()); }
   // The optimizer's runs, and their pieces for sum_squares_per_run, on the device: copied when
   // the runs change (once per run, as the optimizer keeps them).
