@@ -17,7 +17,7 @@ std::size_t BlockCache::round(std::size_t bytes) {
   return bytes == 0 ? kSmall : (bytes + unit - 1) / unit * unit;
 }
 
-void* BlockCache::allocate(std::size_t bytes) {
+void* BlockCache::allocate(std::size_t bytes, bool may_release) {
   const std::size_t size = round(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   auto bin = free_.find(size);
@@ -29,6 +29,10 @@ void* BlockCache::allocate(std::size_t bytes) {
     return block;
   }
   void* block = raw_alloc_(size);
+  RT_CHECK(block || may_release, "device memory: cannot allocate ", size, " bytes (", in_use_,
+           " bytes in use, ", cached_,
+           " cached) inside a captured step, where no cached block may "
+           "be freed; lower --batch-size or run without --cuda-graph");
   if (!block) {
     // Note: the cached blocks have the wrong sizes for this request but hold memory the driver
     // could give it: all of them go back before the one retry.

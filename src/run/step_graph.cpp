@@ -1,5 +1,7 @@
 #include "ringtrain/run/step_graph.hpp"
 
+#include <utility>
+
 namespace ringtrain {
 
 void StepGraph::run(const DeviceBatch& batch, StepProfiler& profiler, const Work& work) {
@@ -31,17 +33,16 @@ void StepGraph::capture(const DeviceBatch& batch, const Work& work) {
   backend_.begin_capture();
   try {
     work(input_, nullptr);
+    backend_.end_capture();
   } catch (...) {
     backend_.drop_capture();  // the device leaves capture mode before the error goes on
     throw;
   }
-  backend_.end_capture();
   captured_ = true;
 }
 
 void StepGraph::reset() {
-  if (captured_) backend_.drop_capture();
-  captured_ = false;
+  if (std::exchange(captured_, false)) backend_.drop_capture();
   eager_steps_ = 0;
   shape_ = Shape();
   input_ = DeviceBatch();

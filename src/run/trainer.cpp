@@ -102,7 +102,7 @@ bool run_epoch(TrainSession& s, int64_t epoch, RunPosition& at, LossBook& losses
                TrainResult& result) {
   const int64_t skipped = epoch == at.epoch ? at.batch_in_epoch : 0;
   s.train_batches->start_epoch(epoch);
-  if (s.graph) s.graph->reset();   // evaluation may have sized the activations anew
+  if (s.graph) s.graph->reset();   // a resumed run or a new epoch captures anew
   s.train_batches->skip(skipped);  // resumed in the middle of this epoch
   const auto start = Clock::now();
   EpochTally& tally = losses.tally;
@@ -131,6 +131,7 @@ bool run_epoch(TrainSession& s, int64_t epoch, RunPosition& at, LossBook& losses
   m.epoch = epoch + 1;
   m.step = at.step;
   m.lr = lr;
+  if (s.graph) s.graph->reset();  // evaluation sizes the activations anew: no graph may outlive it
   evaluate_epoch(s, m);
   s.report->epoch_done(m);
   result.epochs.push_back(m);

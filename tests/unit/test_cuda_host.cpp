@@ -18,6 +18,7 @@
 #include "ringtrain/core/half.hpp"
 #include "ringtrain/core/layout.hpp"
 #include "ringtrain/optim/loss_scaler.hpp"
+#include "test_util.hpp"
 
 namespace ringtrain {
 namespace {
@@ -86,6 +87,21 @@ TEST(BlockCache, OutOfMemoryReleasesTheCacheAndRetries) {
         << e.what();
   }
   cache.release(big, 4u << 20);
+}
+
+// Inside a capture (may_release false) out of memory is an error at once: the cached blocks stay,
+// since freeing one would break the capture.
+TEST(BlockCache, OutOfMemoryInsideACaptureFreesNothing) {
+  BudgetAllocator raw{4u << 20};
+  BlockCache cache = raw.make();
+  void* small = cache.allocate(2u << 20);
+  cache.release(small, 2u << 20);
+  EXPECT_NE(test::error_of([&] {
+              cache.allocate(4u << 20, false);
+            }).find("inside a captured step, where no cached block may be freed"),
+            std::string::npos);
+  EXPECT_EQ(raw.frees, 0);
+  EXPECT_EQ(cache.bytes_cached(), 2u << 20);
 }
 
 ConvCandidate candidate(int algo, float ms, std::size_t ws, bool deterministic = true,

@@ -25,8 +25,9 @@ class BlockCache {
   static std::size_t round(std::size_t bytes);
 
   // A block of at least `bytes`; with everything cached given back and one retry when the raw
-  // allocator fails, then an Error with the sizes involved.
-  void* allocate(std::size_t bytes);
+  // allocator fails (unless `may_release` is false: a stream capture, which a free would
+  // break, is open), then an Error with the sizes involved.
+  void* allocate(std::size_t bytes, bool may_release = true);
   void release(void* block, std::size_t bytes);
   // Gives every cached (free) block back to the raw allocator.
   void empty();

@@ -14,8 +14,8 @@ namespace ringtrain {
 // they took from the cache; none of it may happen inside a capture. The third step captures its
 // work on the graph's own copy of the batch and replays it; every later step copies its batch there
 // (device to device) and replays. A batch of another shape (an epoch's
-// short last batch) drops the graph and starts over. The trainer resets at each epoch, because
-// evaluation may size the model's activations anew, and a graph replays the addresses it saw.
+// short last batch) drops the graph and starts over. The trainer resets before evaluation, which
+// sizes the model's activations anew (a graph replays the addresses it saw), and at each epoch.
 class StepGraph {
  public:
   // The step's device work on `batch`, with the profiler to time its phases (nullptr while

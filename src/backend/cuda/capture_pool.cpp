@@ -14,7 +14,7 @@ void* CapturePool::allocate(std::size_t bytes) {
     fitting.pop_back();
     return block;
   }
-  void* block = cache_->allocate(bytes);
+  void* block = cache_->allocate(bytes, false);  // a free would break the capture
   held_.emplace_back(block, bytes);
   return block;
 }

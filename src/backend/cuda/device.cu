@@ -165,6 +165,10 @@ Tensor CudaBackend::scratch(const Shape& shape, DType dtype) {
 
 void* CudaBackend::workspace(std::size_t bytes) {
   if (workspace_.nbytes() < bytes) {
+    // The captured convolutions before this one use the old workspace: it must not go back.
+    RT_CHECK(!capture_, "cuDNN's workspace would grow from ", workspace_.nbytes(), " to ", bytes,
+             " bytes inside a captured step (--cuda-graph): its first two steps should have sized "
+             "it; rerun without --cuda-graph and report this");
     workspace_ = Tensor();  // give the old one back before taking a larger one
     workspace_ = scratch({static_cast<int64_t>(bytes)}, DType::u8);
   }
@@ -203,6 +207,9 @@ void CudaBackend::copy_between_devices(const Tensor& src, Tensor& dst) {
 
 void CudaBackend::write(const void* host, std::size_t bytes, Tensor& dst) {
   check_on_device("write", dst);
+  RT_CHECK(!capture_,
+           "write: inside a captured step, where a replay would read the staging slot "
+           "of another step; write before the capture");
   RT_CHECK(bytes <= static_cast<std::size_t>(dst.nbytes()), "write: ", bytes, " bytes into ",
            dst.describe());
   staging_->write(host, bytes, dst.raw(), compute_);
@@ -277,6 +284,7 @@ void CudaBackend::bind_thread() {
 }
 
 int64_t CudaBackend::mark(const char* label) {
+  RT_CHECK(!capture_, "mark: a profiler mark inside a captured step is never recorded");
   if (nvtx_open_) nvtxRangePop();
   nvtx_open_ = label != nullptr;
   if (label) nvtxRangePushA(label);

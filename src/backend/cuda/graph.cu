@@ -35,12 +35,13 @@ void CudaBackend::replay() {
 }
 
 // Note: the stream is drained before the graph goes, so that no replay in flight still uses the
-// memory its pool gives back. It happens when the batch's shape changes (at most twice an
-// epoch) and at the end.
+// memory its pool gives back. It happens when the batch's shape changes, before evaluation, and
+// at the end. A failed drain only warns: it is the error of work issued earlier, which the next
+// call reports, and a drop may run while an error unwinds (destructors must not throw).
 void CudaBackend::drop_capture() {
   if (capture_) abandon_capture();
   if (!graph_) return;
-  RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  warn_on_error(cudaStreamSynchronize(compute_), "cudaStreamSynchronize(compute)");
   warn_on_error(cudaGraphExecDestroy(graph_->exec), "cudaGraphExecDestroy");
   graph_.reset();
 }

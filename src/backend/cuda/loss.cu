@@ -120,9 +120,9 @@ void CudaBackend::read_loss_log() {
   RT_CUDA_CHECK(cudaStreamSynchronize(compute_));
   count_value_read();
   const kernels::LossLog& log = *loss_log_host_;
-  RT_CHECK(log.count == log_entries_, "record_loss: the device logged ", log.count,
-           " batches where ", log_entries_, " were issued");
-  log_entries_ = 0;
+  const int issued = std::exchange(log_entries_, 0);  // the device's count is zero again
+  RT_CHECK(log.count == issued && issued <= kernels::kLossLogSlots,
+           "record_loss: the device logged ", log.count, " batches where ", issued, " were issued");
   for (int i = 0; i < log.count; ++i) {
     check_bad_row("record_loss", log.bad_row[i], log.classes[i]);
     drained_.push_back({log.loss_sum[i] / log.rows[i], log.correct[i]});

@@ -61,7 +61,7 @@ struct AdamWStep {
   using Run = bool;  // whether the run decays
   RT_HOST_DEVICE Run at_run(int run) const { return t.runs[run].decay; }
   RT_HOST_DEVICE void operator()(int64_t i, Run decay) const {
-    const AdamWHyper& h = *hyper;
+    const AdamWHyper h = *hyper;  // a copy: stores to w, m and v cannot alias it
     W* w = t.w;
     W* m = t.state[0];
     W* v = t.state[1];

@@ -54,12 +54,12 @@ struct LarsStep {
     bool adapted;
   };
   RT_HOST_DEVICE Run at_run(int run) const {
-    const LarsHyper& h = *hyper;
+    const LarsHyper h = *hyper;
     if (!t.runs[run].decay) return {W(h.lr), false};
     return {W(h.lr) * W(lars_trust(h, t.run_values, t.run_count, run)), true};
   }
   RT_HOST_DEVICE void operator()(int64_t i, const Run& r) const {
-    const LarsHyper& h = *hyper;
+    const LarsHyper h = *hyper;
     W* w = t.w;
     W* m = t.state[0];
     W d = W(h.grad_scale) * load_grad<W>(t.g[i]);

@@ -38,7 +38,7 @@ struct SgdStep {
     return t.runs[run].decay ? W(hyper->weight_decay) : W(0);
   }
   RT_HOST_DEVICE void operator()(int64_t i, Run wd) const {
-    const SgdHyper& h = *hyper;
+    const SgdHyper h = *hyper;  // a copy: stores to w and m cannot alias it
     W* w = t.w;
     W* m = t.state[0];
     const W mu = W(h.momentum);
