@@ -16,20 +16,15 @@ void StepGraph::run(const DeviceBatch& batch, StepProfiler& profiler, const Work
     work(batch, &profiler);
     return;
   }
-  if (captured_) {
-    backend_.copy(batch.images, input_.images);
-    backend_.copy(batch.labels, input_.labels);
-  } else {
-    capture(batch, work);
-  }
+  backend_.copy(batch.images, input_.images);
+  backend_.copy(batch.labels, input_.labels);
+  if (!captured_) capture(work);
   profiler.start(Phase::forward);
   backend_.replay();
   ++replays_;
 }
 
-void StepGraph::capture(const DeviceBatch& batch, const Work& work) {
-  backend_.copy(batch.images, input_.images);
-  backend_.copy(batch.labels, input_.labels);
+void StepGraph::capture(const Work& work) {
   backend_.begin_capture();
   try {
     work(input_, nullptr);

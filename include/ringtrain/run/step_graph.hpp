@@ -35,7 +35,8 @@ class StepGraph {
   int64_t replays() const { return replays_; }
 
  private:
-  void capture(const DeviceBatch& batch, const Work& work);
+  // Captures `work` on the graph's own copy of the batch (input_), which holds this step's.
+  void capture(const Work& work);
 
   Backend& backend_;
   static constexpr int kEagerSteps = 2;
