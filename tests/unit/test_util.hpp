@@ -2,22 +2,32 @@
 // Helpers shared by the unit tests: random tensors and central finite differences.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <random>
 
 #include "../support/finite_check.hpp"
+#include "ringtrain/core/error.hpp"
 #include "ringtrain/core/tensor.hpp"
 
 namespace ringtrain::test {
 
 // A path for a test's file in this test process's temporary folder (two checkouts' tests may run
 // at once on one machine); each test names its own files.
+// Note: the folder is made new by mkdtemp, not named by the process id alone: a folder left by a
+// killed run whose id is reused would hold files that a test expects not to exist.
 inline std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ringtrain_unit_tests_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  static const std::filesystem::path dir = [] {
+    std::string pattern = (std::filesystem::temp_directory_path() /
+                           ("ringtrain_unit_tests_" + std::to_string(::getpid()) + "_XXXXXX"))
+                              .string();
+    RT_CHECK(::mkdtemp(pattern.data()), "temp_path: mkdtemp ", pattern, ": ", std::strerror(errno));
+    return std::filesystem::path(pattern);
+  }();
   return (dir / name).string();
 }
 
